@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Dependencies point one way, down DESIGN.md's "Parts" table. The C libraries
+// come from Debian through pkg-config; no outside Swift package is used.
+let package = Package(
+    name: "notesfs",
+    products: [
+        .executable(name: "notesfs", targets: ["notesfs"])
+    ],
+    targets: [
+        // MARK: C system libraries
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+
+        // MARK: Libraries
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "NotesModel"),
+        .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
+
+        // MARK: The command
+        .executableTarget(
+            name: "notesfs",
+            dependencies: ["NotesModel", "NotesStore"]
+        ),
+
+        // MARK: Tests
+        .target(
+            name: "TestSupport",
+            dependencies: ["NotesModel", "NotesStore", "SQLiteKit"],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
+        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"]),
+        .testTarget(
+            name: "NotesStoreTests",
+            dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+        ),
+    ]
+)

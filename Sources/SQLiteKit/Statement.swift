@@ -1,0 +1,86 @@
+import CSQLite
+import Foundation
+
+/// A prepared statement owned by one `Connection`. It finalizes itself on deinit.
+public final class Statement {
+    let handle: OpaquePointer
+    /// The SQL text, kept for error messages.
+    public let sql: String
+    private unowned let connection: Connection
+
+    init(connection: Connection, sql: String) throws(SQLiteError) {
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v3(
+            connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard code == SQLITE_OK, let statement else {
+            throw connection.error(code: code, sql: sql)
+        }
+        self.handle = statement
+        self.sql = sql
+        self.connection = connection
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// Clears previous bindings and state so the statement can run again.
+    public func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Binds `values` to parameters 1...n.
+    public func bind(_ values: [any SQLBindable]) throws(SQLiteError) {
+        let expected = Int(sqlite3_bind_parameter_count(handle))
+        guard values.count == expected else {
+            throw SQLiteError(
+                code: SQLITE_RANGE,
+                message: "statement takes \(expected) parameters but \(values.count) were given",
+                sql: sql)
+        }
+        for (offset, value) in values.enumerated() {
+            try bind(value.sqlValue, at: Int32(offset + 1))
+        }
+    }
+
+    private func bind(_ value: SQLValue, at index: Int32) throws(SQLiteError) {
+        let code: Int32
+        switch value {
+        case .null:
+            code = sqlite3_bind_null(handle, index)
+        case .integer(let number):
+            code = sqlite3_bind_int64(handle, index, number)
+        case .real(let number):
+            code = sqlite3_bind_double(handle, index, number)
+        case .text(let text):
+            code = sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+        case .blob(let data):
+            code = data.withUnsafeBytes { buffer in
+                // A zero-length blob is bound as an empty blob, not NULL.
+                guard let base = buffer.baseAddress, buffer.count > 0 else {
+                    return sqlite3_bind_zeroblob(handle, index, 0)
+                }
+                return sqlite3_bind_blob64(
+                    handle, index, base, sqlite3_uint64(buffer.count), csqlite_transient())
+            }
+        }
+        guard code == SQLITE_OK else { throw connection.error(code: code, sql: sql) }
+    }
+
+    /// Advances one row. Returns false when the statement is done.
+    public func step() throws(SQLiteError) -> Bool {
+        let code = sqlite3_step(handle)
+        switch code {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw connection.error(code: code, sql: sql)
+        }
+    }
+
+    /// The current row's columns; valid until the next `step` or `reset`.
+    public var row: Row { Row(statement: self) }
+}
+
+@available(*, unavailable)
+extension Statement: Sendable {}
