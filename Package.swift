@@ -27,6 +27,13 @@ let package = Package(
             dependencies: ["NotesModel", "NotesStore"]
         ),
 
+        // MARK: Test and benchmark programs
+        // Commits saves in a loop until CrashSafetyTests kills it.
+        .executableTarget(
+            name: "notesfs-crash-child",
+            dependencies: ["NotesModel", "NotesStore", "SQLiteKit"]
+        ),
+
         // MARK: Tests
         .target(
             name: "TestSupport",
