@@ -1,0 +1,13 @@
+/// What a conflict on one note settles to.
+public struct NoteMergeOutcome: Equatable, Sendable {
+    /// The note's state after the merge; nil = it stays deleted.
+    public var result: NoteContent?
+    /// The local version to keep as a conflict copy when bodies clashed (its own title/folder
+    /// as the local side had them), else nil.
+    public var conflictCopy: NoteContent?
+
+    public init(result: NoteContent?, conflictCopy: NoteContent? = nil) {
+        self.result = result
+        self.conflictCopy = conflictCopy
+    }
+}
