@@ -91,8 +91,9 @@ import Testing
     }
 
     @Test func aConflictMergesTheCurrentRowSoTextTypedAfterTheFreezeSurvives() throws {
-        let merged = StoreConfiguration()
-        let fixture = try StoreFixture(configuration: merged)
+        var keepBoth = StoreConfiguration()
+        keepBoth.mergeNote = NoteMergers.keepBoth
+        let fixture = try StoreFixture(configuration: keepBoth)
         defer { fixture.remove() }
         let id = try fixture.store.createNote(in: .root, title: "n.md", body: Data(utf8: "base\n"))
         let create = try #require(try fixture.store.freezeBatch().first)
@@ -112,6 +113,26 @@ import Testing
         #expect(try fixture.store.settle(edit.changeID, outcome: .conflict(current: remote)) == SettleReport())
         let next = try fixture.store.freezeBatch()
         #expect(next.map(\.entityID) == [copy.description])
+    }
+
+    @Test func aConflictWithEditsToDifferentLinesMergesIntoOneNote() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let id = try fixture.store.createNote(in: .root, title: "n.md", body: Data(utf8: "one\ntwo\nthree\n"))
+        let create = try #require(try fixture.store.freezeBatch().first)
+        try fixture.store.settle(create.changeID, outcome: .applied(version: 1))
+        try fixture.store.replaceBody(of: id, with: Data(utf8: "ONE\ntwo\nthree\n"))
+        let edit = try #require(try fixture.store.freezeBatch().first)
+        let remote = RemoteEntity(
+            kind: .note, entityID: id.description, version: 2, deleted: false,
+            note: NoteContent(title: "n.md", body: Data(utf8: "one\ntwo\nTHREE\n"), folderID: nil))
+        let report = try fixture.store.settle(edit.changeID, outcome: .conflict(current: remote))
+        #expect(report.conflictCopy == nil)
+        #expect(report.requeued)
+        #expect(try fixture.store.contents(of: .note(id)) == Data(utf8: "ONE\ntwo\nTHREE\n"))
+        let resend = try #require(try fixture.store.freezeBatch().first)
+        #expect(resend.baseVersion == 2)
+        #expect(resend.note?.body == Data(utf8: "ONE\ntwo\nTHREE\n"))
     }
 
     @Test func aConflictWhoseMergeEqualsTheServerQueuesNothing() throws {
