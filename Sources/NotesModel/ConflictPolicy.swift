@@ -43,7 +43,9 @@ public enum ConflictPolicy {
 
     /// Folders: name and parent by the same side-that-changed rule; edit beats delete;
     /// nil = stays deleted. A merged parent may still make a cycle; the server refuses it.
-    public static func mergeFolder(base: FolderContent?, local: FolderContent?, remote: FolderContent?) -> FolderContent? {
+    public static func mergeFolder(base: FolderContent?, local: FolderContent?, remote: FolderContent?)
+        -> FolderContent?
+    {
         switch (local, remote) {
         case (nil, nil):
             return nil

@@ -4,10 +4,10 @@
 enum LineDiff {
     /// Myers gives up on a region after this many edits (its trace grows with the
     /// square of the edit count) ...
-    static let myersEditsMax = 2_000
+    static let myersEditsMax = 1_000
     /// ... or this many steps; the region is then split on lines that occur once on
     /// each side (patience diff) and the pieces are tried again.
-    static let myersStepsMax = 5_000_000
+    static let myersStepsMax = 2_000_000
 
     /// For each line of `old`, the line of `new` it is kept as, or -1 when it was
     /// removed. Kept pairs increase on both sides. Minimal (Myers) unless the sides
@@ -73,6 +73,8 @@ enum LineDiff {
                     y += 1
                 }
                 steps += 1 + x - snakeStart
+                // Checked per diagonal: on repetitive text one step can follow many long runs.
+                if steps > myersStepsMax { return false }
                 frontier[offset + k] = x
                 trace.append(x)
                 if x >= oldCount && y >= newCount {
@@ -80,7 +82,6 @@ enum LineDiff {
                     break search
                 }
             }
-            if steps > myersStepsMax { return false }
         }
         guard edits >= 0 else { return false }
 

@@ -7,9 +7,9 @@ public enum NameCodec {
     /// What an empty title, `.` or `..` is shown as.
     public static let untitledName = "Untitled"
 
-    /// The hidden control directory in the mount root; a note with this title there
-    /// is shown as `controlDirectoryStandIn`.
+    /// The hidden control directory in the mount root.
     public static let controlDirectoryName = ".notesfs"
+    /// What a note titled `.notesfs` in the root is shown as, so it cannot hide the control directory.
     public static let controlDirectoryStandIn = "notesfs"
 
     /// Hex digits of the title's SHA-256 kept in a shortened name: enough that two

@@ -6,6 +6,7 @@ public struct NoteMergeOutcome: Equatable, Sendable {
     /// as the local side had them), else nil.
     public var conflictCopy: NoteContent?
 
+    /// An outcome; no conflict copy unless one is given.
     public init(result: NoteContent?, conflictCopy: NoteContent? = nil) {
         self.result = result
         self.conflictCopy = conflictCopy
