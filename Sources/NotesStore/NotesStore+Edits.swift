@@ -84,19 +84,31 @@ extension NotesStore {
         }
     }
 
-    /// Deletes a note locally: a tombstone when any change of it was frozen,
-    /// otherwise the row simply goes (the server never heard of it).
+    /// Deletes a note locally (see `tombstoneOrDrop`).
     func deleteNote(_ db: Connection, _ row: NoteRow, commit: inout StoreCommit) throws {
-        let id = row.id.description
-        try removeName(db, entry: .note(row.id), commit: &commit)
-        commit.changedEntries.insert(.note(row.id))
-        if try everFrozen(db, kind: .note, id: id, serverVersion: row.serverVersion) {
+        try tombstoneOrDrop(db, .note(row.id), seq: row.seq, serverVersion: row.serverVersion, commit: &commit)
+    }
+
+    /// Deletes a note or folder locally: a tombstone when any change of it was
+    /// frozen, otherwise the row simply goes (the server never heard of it).
+    func tombstoneOrDrop(
+        _ db: Connection, _ entry: EntryRef, seq: Int64, serverVersion: Int64?, commit: inout StoreCommit
+    ) throws {
+        let (kind, table): (EntityKind, String)
+        switch entry {
+        case .note: (kind, table) = (.note, "notes")
+        case .folder: (kind, table) = (.folder, "folders")
+        case .local, .root: return
+        }
+        try removeName(db, entry: entry, commit: &commit)
+        commit.changedEntries.insert(entry)
+        if try everFrozen(db, kind: kind, id: entry.idText, serverVersion: serverVersion) {
             try db.run(
-                "UPDATE notes SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?", now, row.seq)
-            try enqueue(db, kind: .note, id: id, op: "delete", commit: &commit)
+                "UPDATE \(table) SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?", now, seq)
+            try enqueue(db, kind: kind, id: entry.idText, op: "delete", commit: &commit)
         } else {
-            try dropPending(db, kind: .note, id: id)
-            try db.run("DELETE FROM notes WHERE seq = ?", row.seq)
+            try dropPending(db, kind: kind, id: entry.idText)
+            try db.run("DELETE FROM \(table) WHERE seq = ?", seq)
         }
     }
 

@@ -314,18 +314,7 @@ extension NotesStore {
     }
 
     func deleteFolder(_ db: Connection, _ row: FolderRow, commit: inout StoreCommit) throws {
-        let id = row.id.description
-        try removeName(db, entry: .folder(row.id), commit: &commit)
-        commit.changedEntries.insert(.folder(row.id))
-        if try everFrozen(db, kind: .folder, id: id, serverVersion: row.serverVersion) {
-            try db.run(
-                "UPDATE folders SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?",
-                now, row.seq)
-            try enqueue(db, kind: .folder, id: id, op: "delete", commit: &commit)
-        } else {
-            try dropPending(db, kind: .folder, id: id)
-            try db.run("DELETE FROM folders WHERE seq = ?", row.seq)
-        }
+        try tombstoneOrDrop(db, .folder(row.id), seq: row.seq, serverVersion: row.serverVersion, commit: &commit)
         // Notes that still name this folder (deleted elsewhere, or hidden) show in the root.
         try replaceChildren(of: row.id, db, commit: &commit)
     }

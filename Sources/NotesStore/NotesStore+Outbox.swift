@@ -26,16 +26,24 @@ extension NotesStore {
             for (seq, kindText, entityID, op) in pending {
                 guard batch.count < maxCount, let kind = EntityKind(rawValue: kindText) else { break }
                 if held && kind == .note && op == "delete" { continue }
-                guard let change = try freeze(db, seq: seq, kind: kind, entityID: entityID) else { continue }
-                if !batch.isEmpty && bytes + change.payloadBytes > maxBytes {
-                    // Leave it frozen: it is sent first in the next batch.
+                if try !batch.isEmpty && bytes + payloadSize(db, kind: kind, entityID: entityID) > maxBytes {
                     break
                 }
+                guard let change = try freeze(db, seq: seq, kind: kind, entityID: entityID) else { continue }
                 bytes += change.payloadBytes
                 batch.append(change)
             }
             return try Self.parentsFirst(db, batch)
         }
+    }
+
+    /// The payload size `freeze` would produce, without freezing.
+    private func payloadSize(_ db: Connection, kind: EntityKind, entityID: String) throws -> Int {
+        let sql =
+            kind == .note
+            ? "SELECT CASE deleted WHEN 1 THEN 0 ELSE length(body) + length(CAST(title AS BLOB)) END FROM notes WHERE id = ?"
+            : "SELECT CASE deleted WHEN 1 THEN 0 ELSE length(CAST(name AS BLOB)) END FROM folders WHERE id = ?"
+        return (try db.queryOne(sql, entityID) { $0.int(0) } ?? 0) + 128
     }
 
     /// Rows already in flight (after a crash, or a batch cut short), unchanged.

@@ -16,7 +16,7 @@ public struct StoreConfiguration: Sendable {
     /// The source of new ids (notes, changes, devices); the simulation makes it deterministic.
     public var newUUID: @Sendable () -> UUID = { UUID() }
     /// The three-way note merge used when the server answers a push with a conflict.
-    public var mergeNote: NoteMerger = NoteMergers.keepBoth
+    public var mergeNote: NoteMerger = NoteMergers.lineMerge
     /// The device name used in conflict-copy titles when none is stored yet.
     public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
 
@@ -32,6 +32,13 @@ public typealias NoteMerger =
 
 /// Built-in merge functions.
 public enum NoteMergers {
+    /// DESIGN.md's merge: line-level three-way merge of bodies, field rules for
+    /// title and folder, edit beats delete, clashes kept as a conflict copy.
+    public static let lineMerge: NoteMerger = { base, local, remote in
+        let outcome = ConflictPolicy.mergeNote(base: base, local: local, remote: remote)
+        return (outcome.result, outcome.conflictCopy)
+    }
+
     /// Never loses text without merging lines: the server's version wins and a
     /// differing local version becomes a conflict copy; edit beats delete.
     public static let keepBoth: NoteMerger = { _, local, remote in

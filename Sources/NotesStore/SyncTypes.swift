@@ -71,4 +71,6 @@ public struct SettleReport: Sendable, Equatable {
     public var requeued = false
     /// The local text of a refused change was kept as this local-only file name.
     public var keptAs: String?
+
+    public init() {}
 }

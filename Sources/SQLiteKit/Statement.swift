@@ -54,7 +54,17 @@ public final class Statement {
         case .real(let number):
             code = sqlite3_bind_double(handle, index, number)
         case .text(let text):
-            code = sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+            // An explicit byte length keeps text with NUL characters whole.
+            var utf8 = Array(text.utf8)
+            if utf8.isEmpty { utf8 = [0] }
+            let length = sqlite3_uint64(text.utf8.count)
+            code = utf8.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress.map { base in
+                    base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { pointer in
+                        sqlite3_bind_text64(handle, index, pointer, length, csqlite_transient(), UInt8(SQLITE_UTF8))
+                    }
+                } ?? SQLITE_NOMEM
+            }
         case .blob(let data):
             code = data.withUnsafeBytes { buffer in
                 // A zero-length blob is bound as an empty blob, not NULL.

@@ -22,6 +22,16 @@ import Testing
         #expect(row.4)
     }
 
+    @Test func textWithNULCharactersIsKeptWhole() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Connection(path: directory.file("db.sqlite"))
+        try db.execute("CREATE TABLE t(s TEXT)")
+        try db.run("INSERT INTO t VALUES (?), (?)", "a\u{0}b", "")
+        #expect(try db.query("SELECT s FROM t") { $0.string(0) } == ["a\u{0}b", ""])
+        #expect(try db.query("SELECT length(CAST(s AS BLOB)) FROM t") { $0.int(0) } == [3, 0])
+    }
+
     @Test func anEmptyBlobIsNotNull() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
