@@ -34,6 +34,12 @@ let package = Package(
             dependencies: ["NotesModel", "NotesStore", "SQLiteKit"]
         ),
 
+        // Save-rate and search-latency numbers for scripts/bench-store.
+        .executableTarget(
+            name: "notesfs-bench-store",
+            dependencies: ["NotesModel", "NotesStore"]
+        ),
+
         // MARK: Tests
         .target(
             name: "TestSupport",

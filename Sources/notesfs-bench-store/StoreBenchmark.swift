@@ -1,0 +1,147 @@
+import Foundation
+import NotesModel
+import NotesStore
+
+/// Save-rate and search-latency measurements on an imported store.
+enum StoreBenchmark {
+    struct UsageError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let usage = """
+        usage: notesfs-bench-store saves  --db PATH [--count N]
+               notesfs-bench-store search --db PATH --manifest FILE [--rounds N]
+        """
+    /// Notes the save benchmark cycles through.
+    static let saveNotesCount = 100
+    /// Bytes per small write (a FUSE write of a few typed lines).
+    static let smallWriteBytes = 64
+
+    static func main(_ arguments: [String]) throws -> Int32 {
+        guard let mode = arguments.first else { throw UsageError(description: usage) }
+        var options: [String: String] = [:]
+        var index = 1
+        while index + 1 < arguments.count, arguments[index].hasPrefix("--") {
+            options[arguments[index]] = arguments[index + 1]
+            index += 2
+        }
+        guard index == arguments.count, let path = options["--db"] else { throw UsageError(description: usage) }
+        let store = try NotesStore(path: path)
+        switch mode {
+        case "saves":
+            try saves(store, count: Int(options["--count"] ?? "") ?? 20_000)
+            return 0
+        case "search":
+            guard let manifest = options["--manifest"] else { throw UsageError(description: usage) }
+            return try search(store, manifest: manifest, rounds: Int(options["--rounds"] ?? "") ?? 20)
+        default:
+            throw UsageError(description: usage)
+        }
+    }
+
+    // MARK: Saves
+
+    /// One transaction per call, `synchronous=NORMAL` (the store's default):
+    /// small writes inside notes of about 1.5 KB, then whole-body replacements.
+    static func saves(_ store: NotesStore, count: Int) throws {
+        var notes: [NoteID] = []
+        for index in 0..<saveNotesCount {
+            let body = Data(String(repeating: "bench line \(index) café 日本 🙂\n", count: 48).utf8.prefix(1_536))
+            notes.append(try store.createNote(in: .root, title: "bench save \(index).md", body: body))
+        }
+        // Small writes at varying offsets in the first kilobyte (sizes stay put).
+        var chunk = Data(repeating: UInt8(ascii: "a"), count: smallWriteBytes)
+        let writeSeconds = try measure {
+            for index in 0..<count {
+                chunk[0] = UInt8(truncatingIfNeeded: index)
+                chunk[1] = UInt8(truncatingIfNeeded: index >> 8)
+                try store.write(.note(notes[index % notes.count]), offset: Int64((index * 37) % 1_024), bytes: chunk)
+            }
+        }
+        print(String(format: "result save_write_per_s %.0f", Double(count) / writeSeconds))
+        // Whole-body replacements of the same size.
+        var body = Data(String(repeating: "replaced body line ü 中 ✅\n", count: 64).utf8.prefix(1_536))
+        let replaceSeconds = try measure {
+            for index in 0..<count {
+                body[0] = UInt8(ascii: "a") + UInt8(index % 26)
+                body[1] = UInt8(ascii: "a") + UInt8((index / 26) % 26)
+                try store.replaceBody(of: notes[index % notes.count], with: body)
+            }
+        }
+        print(String(format: "result save_replace_per_s %.0f", Double(count) / replaceSeconds))
+        let flushSeconds = try measure { try store.flushSearchIndex() }
+        print(String(format: "result save_index_flush_ms %.2f", flushSeconds * 1_000))
+    }
+
+    // MARK: Search
+
+    struct Manifest: Decodable {
+        struct Word: Decodable {
+            var word: String
+            var notes: Int
+        }
+
+        var searchWords: [Word]
+        var rareTokens: [String: Int]
+    }
+
+    /// Latency of `search` (index check, FTS match, ranking, snippets, paths;
+    /// up to 50 hits) over a spread of common to rare words and two-word queries.
+    /// Returns 1 when a rare token's hit count differs from the manifest.
+    static func search(_ store: NotesStore, manifest path: String, rounds: Int) throws -> Int32 {
+        let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        var exitCode: Int32 = 0
+        for (token, expected) in manifest.rareTokens.sorted(by: { $0.key < $1.key }) {
+            let found = try store.search(token, limit: 1_000).count
+            if found != expected {
+                FileHandle.standardError.write(Data("search '\(token)': \(found) notes, expected \(expected)\n".utf8))
+                exitCode = 1
+            }
+        }
+        let words = manifest.searchWords.map(\.word)
+        var queries = words + manifest.rareTokens.keys.sorted()
+        for (first, second) in zip(words, words.dropFirst(2)) { queries.append("\(first) \(second)") }
+        queries.append("café")
+        queries.append("日本語")
+
+        // Warm up (and bring the index up to date).
+        for query in queries { _ = try store.search(query) }
+        var all: [Double] = []
+        var perQuery: [String: [Double]] = [:]
+        for _ in 0..<rounds {
+            for query in queries {
+                let seconds = try measure { _ = try store.search(query) }
+                all.append(seconds * 1_000)
+                perQuery[query, default: []].append(seconds * 1_000)
+            }
+        }
+        for query in queries {
+            let hits = try store.search(query, limit: 100_000).count
+            let times = perQuery[query] ?? []
+            let timing = String(format: "p50=%.3fms max=%.3fms", percentile(times, 0.5), times.max() ?? 0)
+            print("query '\(query)' hits=\(hits) \(timing)")
+        }
+        print("result search_queries \(all.count)")
+        print(String(format: "result search_p50_ms %.3f", percentile(all, 0.5)))
+        print(String(format: "result search_p99_ms %.3f", percentile(all, 0.99)))
+        print(String(format: "result search_max_ms %.3f", all.max() ?? 0))
+        return exitCode
+    }
+
+    // MARK: Helpers
+
+    static func measure(_ body: () throws -> Void) rethrows -> Double {
+        let start = ContinuousClock.now
+        try body()
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// The nearest-rank percentile of `values` (0 when empty).
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let rank = Int((fraction * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[min(max(rank, 0), sorted.count - 1)]
+    }
+}
