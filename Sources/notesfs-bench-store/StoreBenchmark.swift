@@ -71,6 +71,26 @@ enum StoreBenchmark {
         print(String(format: "result save_replace_per_s %.0f", Double(count) / replaceSeconds))
         let flushSeconds = try measure { try store.flushSearchIndex() }
         print(String(format: "result save_index_flush_ms %.2f", flushSeconds * 1_000))
+        try largeNote(store)
+    }
+
+    /// `cp` of a big file into the mount: a 16 MiB note arriving in 128 KiB writes.
+    static func largeNote(_ store: NotesStore) throws {
+        let pieceBytes = 128 << 10
+        let pieces = (16 << 20) / pieceBytes
+        let entry = try store.createFile(in: .root, name: "bench large.txt")
+        let piece = Data(String(repeating: "large note line ✅ 日本\n", count: pieceBytes / 8).utf8.prefix(pieceBytes))
+        var slowest = 0.0
+        let seconds = try measure {
+            for index in 0..<pieces {
+                let one = try measure { try store.write(entry.ref, offset: Int64(index * pieceBytes), bytes: piece) }
+                slowest = max(slowest, one)
+            }
+        }
+        print(String(format: "result large_write_mb_per_s %.1f", Double(pieces * pieceBytes) / 1e6 / seconds))
+        print(String(format: "result large_write_slowest_ms %.1f", slowest * 1_000))
+        let flushSeconds = try measure { try store.flushSearchIndex() }
+        print(String(format: "result large_index_flush_ms %.1f", flushSeconds * 1_000))
     }
 
     // MARK: Search
