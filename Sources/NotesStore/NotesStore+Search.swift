@@ -37,12 +37,20 @@ extension NotesStore {
         guard !expression.isEmpty else { return [] }
         if try searchIndexIsStale() { try flushSearchIndex() }
         return try read { db in
+            // rank MATCH makes SQLite rank inside FTS5 and build snippets only
+            // for the rows returned. A query matching thousands of notes is
+            // ranked newest first instead: scoring them all costs tens of ms.
+            let broad =
+                try db.queryOne(
+                    "SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT 1 OFFSET ?", expression,
+                    Self.broadQueryMatches) { _ in true } ?? false
+            let order = broad ? "notes_fts.rowid DESC" : "notes_fts.rank"
             let rows = try db.query(
                 """
                 SELECT n.id, n.title, snippet(notes_fts, 1, '[', ']', '…', 12)
                 FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid
-                WHERE notes_fts MATCH ? AND n.deleted = 0
-                ORDER BY bm25(notes_fts, 5.0, 1.0) LIMIT ?
+                WHERE notes_fts MATCH ? AND notes_fts.rank MATCH 'bm25(5.0, 1.0)' AND n.deleted = 0
+                ORDER BY \(order) LIMIT ?
                 """, expression, limit
             ) { ($0.string(0), $0.string(1), $0.string(2)) }
             return try rows.compactMap { idText, title, snippet in
@@ -52,6 +60,9 @@ extension NotesStore {
             }
         }
     }
+
+    /// Above this many matches a query is ranked by recency, not relevance.
+    static let broadQueryMatches = 1_000
 
     /// Quotes each word so user text is never parsed as FTS5 syntax.
     static func ftsExpression(for query: String) -> String {
