@@ -1,0 +1,2 @@
+// Placeholder so the package resolves until the store tests land (added on the server branch).
+import Testing

@@ -1,0 +1,3 @@
+extension TransportKind {
+    static let all: [TransportKind] = [.direct]
+}
