@@ -1,3 +1,4 @@
 extension TransportKind {
-    static let all: [TransportKind] = [.direct]
+    static let http = TransportKind(name: "http") { try HTTPTransport(server: $0) }
+    static let all: [TransportKind] = [.direct, .http]
 }
