@@ -33,6 +33,7 @@ public final class SQLiteServerStore: ServerStore {
     private let readers: [SQLiteReader]
     private let nextReader = Atomic<Int>(0)
     private let currentEpoch: Mutex<String>
+    private let closed = Atomic<Bool>(false)
 
     /// Opens (creating when missing) the store at `path` and migrates its schema.
     public init(path: String, options: Options = Options()) throws {
@@ -63,6 +64,7 @@ public final class SQLiteServerStore: ServerStore {
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        guard !closed.load(ordering: .acquiring) else { throw ServerStoreError.unavailable("the store is closed") }
         do {
             return try await reader.read(body)
         } catch {
@@ -285,6 +287,7 @@ public final class SQLiteServerStore: ServerStore {
     }
 
     public func close() async {
+        closed.store(true, ordering: .releasing)
         writer.stop()
     }
 

@@ -6,6 +6,9 @@ enum CommandLineTool {
 
     /// Every subcommand, in the order `--help` lists them. Add new commands here.
     static let commands: [any Command.Type] = [
+        ServeCommand.self,
+        AccountCommand.self,
+        ServerCommand.self,
     ]
 
     static func run(_ arguments: [String], console: Console = Console()) -> Int32 {
