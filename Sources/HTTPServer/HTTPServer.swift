@@ -61,6 +61,11 @@ public final class HTTPServer: Sendable {
     /// Requests begun and not yet finished.
     public var openRequests: Int { context.openRequests }
 
+    deinit {
+        // The daemon's callbacks use `context` unretained: stop it first.
+        daemon.stop()
+    }
+
     /// Stops accepting connections, answers parked long polls, lets requests
     /// in flight finish (up to `graceSeconds`), then stops the daemon.
     public func stop(graceSeconds: Double = 10) {

@@ -28,7 +28,7 @@ import Testing
 
     @Test func serveAnswersWithAnAddedTokenAndStopsCleanlyOnSIGTERM() async throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
-            Issue.record("SKIPPED: \(Self.binary) is not built; run swift build first")
+            skipLoudly("\(Self.binary) is not built; run swift build first")
             return
         }
         let data = try TemporaryDirectoryForTLS()
