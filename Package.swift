@@ -15,16 +15,33 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
 
         // MARK: Libraries
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
+        .target(name: "SyncProtocol", dependencies: ["NotesModel"]),
+        .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
 
         // MARK: The command
         .executableTarget(
             name: "notesfs",
-            dependencies: ["NotesModel", "NotesStore"]
+            dependencies: ["NotesModel", "NotesStore", "SyncProtocol", "SyncServer", "HTTPServer"]
+        ),
+        .executableTarget(
+            name: "notesfs-loadgen",
+            dependencies: ["NotesModel", "SyncProtocol", "SyncServer"]
         ),
 
         // MARK: Test and benchmark programs
@@ -48,6 +65,10 @@ let package = Package(
         ),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"]),
+        .testTarget(
+            name: "SyncServerTests",
+            dependencies: ["SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "TestSupport"]
+        ),
         .testTarget(
             name: "NotesStoreTests",
             dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]

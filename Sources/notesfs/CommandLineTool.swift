@@ -11,6 +11,9 @@ enum CommandLineTool {
         ImportCommand.self,
         ExportCommand.self,
         RestoreCommand.self,
+        ServeCommand.self,
+        AccountCommand.self,
+        ServerCommand.self,
     ]
 
     static func run(_ arguments: [String], console: Console = Console()) -> Int32 {

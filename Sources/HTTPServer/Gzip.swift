@@ -1,0 +1,52 @@
+import CZlib
+import Foundation
+
+/// gzip (RFC 1952) through zlib, for response bodies.
+public enum Gzip {
+    /// `data` compressed as one gzip member, or nil if zlib fails.
+    public static func compress(_ data: Data, level: Int32 = 4) -> Data? {
+        var stream = z_stream()
+        guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { return nil }
+        defer { deflateEnd(&stream) }
+        let bound = Int(deflateBound(&stream, uLong(data.count))) + 32
+        var output = Data(count: bound)
+        let status: Int32 = data.withUnsafeBytes { input in
+            output.withUnsafeMutableBytes { out in
+                stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+                stream.avail_in = uInt(input.count)
+                stream.next_out = out.bindMemory(to: Bytef.self).baseAddress
+                stream.avail_out = uInt(out.count)
+                return deflate(&stream, Z_FINISH)
+            }
+        }
+        guard status == Z_STREAM_END else { return nil }
+        output.count = Int(stream.total_out)
+        return output
+    }
+
+    /// The bytes of a gzip member, or nil when it is not valid or would
+    /// exceed `limit` bytes.
+    public static func decompress(_ data: Data, limit: Int = 64 << 20) -> Data? {
+        var stream = z_stream()
+        guard czlib_inflate_init_gzip(&stream) == Z_OK else { return nil }
+        defer { inflateEnd(&stream) }
+        var output = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1_024)
+        return data.withUnsafeBytes { input -> Data? in
+            stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+            stream.avail_in = uInt(input.count)
+            while true {
+                let status: Int32 = chunk.withUnsafeMutableBufferPointer { buffer in
+                    stream.next_out = buffer.baseAddress
+                    stream.avail_out = uInt(buffer.count)
+                    return inflate(&stream, Z_NO_FLUSH)
+                }
+                let produced = chunk.count - Int(stream.avail_out)
+                output.append(contentsOf: chunk[0..<produced])
+                if output.count > limit { return nil }
+                if status == Z_STREAM_END { return output }
+                guard status == Z_OK else { return nil }
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+import SyncServer
+
+/// The sync server on HTTP/1.1 through libmicrohttpd: a small pool of
+/// epoll threads; each request's body is collected, its connection is
+/// suspended while `SyncServer.handle` runs (so a long poll holds no thread),
+/// then resumed to send the answer.
+public final class HTTPServer: Sendable {
+    /// How the daemon runs.
+    public struct Configuration: Sendable {
+        public var address: ListenAddress
+        /// libmicrohttpd worker threads (each runs its own epoll loop).
+        public var threadPoolSize: Int
+        /// Open connections at most; more are refused at accept.
+        public var connectionLimit: Int
+        /// A connection idle this long (no bytes either way) is closed;
+        /// parked long polls do not count as idle.
+        public var connectionTimeoutSeconds: Int
+        /// Bytes per connection for headers and buffers; larger headers get 431.
+        public var connectionMemoryBytes: Int
+        /// Request bodies larger than this get 413 (or a closed connection
+        /// when they come without a Content-Length).
+        public var requestBodyBytesMax: Int
+        /// Responses larger than this are gzip-compressed when accepted.
+        public var gzipMinimumBytes: Int
+        /// PEM text of the certificate chain and key, for HTTPS.
+        public var tls: (certificatePEM: String, keyPEM: String)?
+
+        public init(
+            address: ListenAddress, threadPoolSize: Int = 2, connectionLimit: Int = 4_000,
+            connectionTimeoutSeconds: Int = 60, connectionMemoryBytes: Int = 64 * 1_024,
+            requestBodyBytesMax: Int, gzipMinimumBytes: Int = 1_024, tls: (certificatePEM: String, keyPEM: String)? = nil
+        ) {
+            self.address = address
+            self.threadPoolSize = threadPoolSize
+            self.connectionLimit = connectionLimit
+            self.connectionTimeoutSeconds = connectionTimeoutSeconds
+            self.connectionMemoryBytes = connectionMemoryBytes
+            self.requestBodyBytesMax = requestBodyBytesMax
+            self.gzipMinimumBytes = gzipMinimumBytes
+            self.tls = tls
+        }
+    }
+
+    /// The port actually bound (useful with port 0).
+    public let port: UInt16
+    private let daemon: Daemon
+    private let context: DaemonContext
+
+    /// Starts listening at once.
+    public init(server: SyncServer, configuration: Configuration, logger: any ServerLogger) throws(HTTPServerError) {
+        context = DaemonContext(
+            server: server, logger: logger, requestBodyBytesMax: configuration.requestBodyBytesMax,
+            gzipMinimumBytes: configuration.gzipMinimumBytes)
+        daemon = try Daemon(configuration: configuration, context: context)
+        port = daemon.port
+    }
+
+    /// Requests begun and not yet finished.
+    public var openRequests: Int { context.openRequests }
+
+    deinit {
+        // The daemon's callbacks use `context` unretained: stop it first.
+        daemon.stop()
+    }
+
+    /// Stops accepting connections, answers parked long polls, lets requests
+    /// in flight finish (up to `graceSeconds`), then stops the daemon.
+    public func stop(graceSeconds: Double = 10) {
+        guard daemon.quiesce() else { return }
+        context.server.beginShutdown()
+        let deadline = Date().addingTimeInterval(graceSeconds)
+        while context.openRequests > 0 && Date() < deadline {
+            usleep(5_000)
+        }
+        daemon.stop()
+    }
+}
+
+/// Owns the `MHD_Daemon` handle and the C strings it was given.
+///
+/// `@unchecked Sendable`: the handle is used only under `state`'s lock
+/// (quiesce and stop), and libmicrohttpd's own threads use it internally.
+private final class Daemon: @unchecked Sendable {
+    private struct State {
+        var quiesced = false
+        var stopped = false
+        var listenSocket: Int32 = -1
+    }
+
+    let port: UInt16
+    private let handle: OpaquePointer
+    private let state = Mutex(State())
+    private let tlsStrings: [UnsafeMutablePointer<CChar>]
+
+    init(configuration: HTTPServer.Configuration, context: DaemonContext) throws(HTTPServerError) {
+        guard var address = configuration.address.socketAddressBytes else {
+            throw .badAddress(configuration.address.description)
+        }
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_EPOLL.rawValue
+            | MHD_USE_ERROR_LOG.rawValue
+        if configuration.address.host.contains(":") { flags |= MHD_USE_IPv6.rawValue }
+        var tlsStrings: [UnsafeMutablePointer<CChar>] = []
+        if let tls = configuration.tls {
+            guard MHD_is_feature_supported(.FEATURE_TLS) == .YES else { throw .tlsUnsupported }
+            flags |= MHD_USE_TLS.rawValue
+            guard let key = strdup(tls.keyPEM), let cert = strdup(tls.certificatePEM) else {
+                throw .cannotStart("out of memory")
+            }
+            tlsStrings = [key, cert]
+        }
+        let started: OpaquePointer? = address.withUnsafeMutableBytes { bytes in
+            var config = cmhd_daemon_config()
+            config.flags = flags
+            config.address = UnsafePointer(bytes.baseAddress?.assumingMemoryBound(to: sockaddr.self))
+            config.thread_pool_size = UInt32(max(1, configuration.threadPoolSize))
+            config.connection_limit = UInt32(max(1, configuration.connectionLimit))
+            config.connection_timeout_seconds = UInt32(max(0, configuration.connectionTimeoutSeconds))
+            config.connection_memory_limit = max(8_192, configuration.connectionMemoryBytes)
+            config.tls_key_pem = tlsStrings.first.map { UnsafePointer($0) }
+            config.tls_cert_pem = tlsStrings.last.map { UnsafePointer($0) }
+            config.handler = mhdAccessHandler
+            config.handler_context = Unmanaged.passUnretained(context).toOpaque()
+            config.completed = mhdRequestCompleted
+            config.completed_context = Unmanaged.passUnretained(context).toOpaque()
+            return withUnsafePointer(to: &config) { cmhd_start_daemon($0) }
+        }
+        guard let started else {
+            tlsStrings.forEach { free($0) }
+            throw .cannotStart(
+                "libmicrohttpd did not start on \(configuration.address) (address in use, or bad TLS files?)")
+        }
+        handle = started
+        port = cmhd_bound_port(started)
+        self.tlsStrings = tlsStrings
+    }
+
+    /// Stops accepting; false when already done.
+    func quiesce() -> Bool {
+        state.withLock { state in
+            guard !state.quiesced else { return false }
+            state.quiesced = true
+            state.listenSocket = MHD_quiesce_daemon(handle)
+            return true
+        }
+    }
+
+    func stop() {
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.stopped = true
+            MHD_stop_daemon(handle)
+            if state.listenSocket >= 0 { close(state.listenSocket) }
+        }
+    }
+
+    deinit {
+        stop()
+        tlsStrings.forEach { free($0) }
+    }
+}

@@ -1,0 +1,29 @@
+/// The paths and query parameters of the sync protocol (DESIGN.md "The sync protocol").
+///
+/// Every route but `healthz` and `metrics` needs `Authorization: Bearer <token>`.
+public enum Endpoint {
+    /// `POST` a `PushRequest`; the reply is a `PushResponse`.
+    public static let push = "/v1/push"
+    /// `GET ?since=<cursor>&limit=<rows>&wait=<seconds>`; the reply is a `ChangesPage`.
+    public static let changes = "/v1/changes"
+    /// `GET ?after=<token>&limit=<rows>`; the reply is an `IndexPage`.
+    public static let index = "/v1/index"
+    /// `POST` a `FetchRequest`; the reply is a `FetchResponse`.
+    public static let fetch = "/v1/fetch"
+    /// `GET`, no token: `{"status":"ok"}` while the server can serve.
+    public static let healthz = "/healthz"
+    /// `GET`, no token: Prometheus text format 0.0.4.
+    public static let metrics = "/metrics"
+
+    /// Query parameter names.
+    public enum Query {
+        /// The cursor of `/v1/changes`; absent means "from the beginning".
+        public static let since = "since"
+        /// Rows per page, for `/v1/changes` and `/v1/index`.
+        public static let limit = "limit"
+        /// Seconds to hold an empty `/v1/changes` answer open (long poll).
+        public static let wait = "wait"
+        /// The `nextAfter` token of the previous `/v1/index` page.
+        public static let after = "after"
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+
+/// A coding key for any field name, used to list the fields a client sent.
+struct AnyCodingKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) {
+        self.stringValue = String(intValue)
+        self.intValue = intValue
+    }
+}
+
+extension Decoder {
+    /// Throws when the JSON object holds a field not in `allowed`, so a typo in
+    /// a request (`"baseversion"`) is a 400, not a silently ignored field.
+    func rejectUnknownFields(_ allowed: Set<String>) throws {
+        let container = try container(keyedBy: AnyCodingKey.self)
+        for key in container.allKeys where !allowed.contains(key.stringValue) {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: codingPath + [key],
+                    debugDescription: "unknown field '\(key.stringValue.prefix(64))'"))
+        }
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// Decodes a lowercase or uppercase UUID string.
+    func decodeUUID(forKey key: Key) throws -> UUID {
+        let text = try decode(String.self, forKey: key)
+        guard let uuid = UUID(uuidString: text) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self, debugDescription: "'\(text.prefix(64))' is not a UUID")
+        }
+        return uuid
+    }
+
+    /// Decodes a value that may be missing or null as nil.
+    func decodeNullable<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard contains(key), try !decodeNil(forKey: key) else { return nil }
+        return try decode(type, forKey: key)
+    }
+}
+
+extension KeyedEncodingContainer {
+    /// Encodes a UUID in the canonical lowercase text form.
+    mutating func encodeUUID(_ uuid: UUID, forKey key: Key) throws {
+        try encode(uuid.uuidString.lowercased(), forKey: key)
+    }
+
+    /// Encodes nil as an explicit JSON null, so the field is always present.
+    mutating func encodeNullable<T: Encodable>(_ value: T?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
+    }
+}

@@ -1,0 +1,109 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Parks long polls per account and wakes them when that account commits.
+///
+/// Use: `arm` a ticket, re-read the feed, and only if it is still empty
+/// `wait` on the ticket. A commit between `arm` and `wait` fires the ticket,
+/// so `wait` returns at once: no wake-up is ever lost. A waiting poll holds no
+/// thread (a continuation); its timeout is a timer on a shared queue.
+public final class ChangeNotifier: Sendable {
+    /// A parked or about-to-park poll.
+    public struct Ticket: Sendable, Hashable {
+        let id: UInt64
+        let account: AccountID
+    }
+
+    private enum Slot {
+        case armed
+        case fired
+        case waiting(CheckedContinuation<Void, Never>)
+    }
+
+    private struct State {
+        var nextID: UInt64 = 0
+        var slots: [AccountID: [UInt64: Slot]] = [:]
+        var waitingCount = 0
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let timerQueue = DispatchQueue(label: "notesfs.server.longpoll-timers")
+
+    public init() {}
+
+    /// Long polls parked right now.
+    public var waitingCount: Int { state.withLock { $0.waitingCount } }
+
+    /// Registers interest in `account`'s next commit.
+    public func arm(_ account: AccountID) -> Ticket {
+        state.withLock { state in
+            state.nextID += 1
+            state.slots[account, default: [:]][state.nextID] = state.closed ? .fired : .armed
+            return Ticket(id: state.nextID, account: account)
+        }
+    }
+
+    /// Drops a ticket that will not be waited on.
+    public func disarm(_ ticket: Ticket) {
+        let continuation: CheckedContinuation<Void, Never>? = state.withLock { state in
+            guard let slot = state.slots[ticket.account]?.removeValue(forKey: ticket.id) else { return nil }
+            if state.slots[ticket.account]?.isEmpty == true { state.slots[ticket.account] = nil }
+            if case .waiting(let continuation) = slot {
+                state.waitingCount -= 1
+                return continuation
+            }
+            return nil
+        }
+        continuation?.resume()
+    }
+
+    /// Waits until the account commits, `seconds` pass, or the notifier closes.
+    /// The ticket is used up either way.
+    public func wait(_ ticket: Ticket, seconds: Double) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let parked: Bool = state.withLock { state in
+                guard case .armed = state.slots[ticket.account]?[ticket.id] else { return false }
+                state.slots[ticket.account]?[ticket.id] = .waiting(continuation)
+                state.waitingCount += 1
+                return true
+            }
+            guard parked else {
+                disarm(ticket)
+                continuation.resume()
+                return
+            }
+            timerQueue.asyncAfter(deadline: .now() + max(0, seconds)) { [self] in disarm(ticket) }
+        }
+    }
+
+    /// Wakes every poll of `account`.
+    public func notify(_ account: AccountID) {
+        let continuations: [CheckedContinuation<Void, Never>] = state.withLock { state in
+            guard let slots = state.slots[account] else { return [] }
+            var woken: [CheckedContinuation<Void, Never>] = []
+            var remaining: [UInt64: Slot] = [:]
+            for (id, slot) in slots {
+                switch slot {
+                case .armed, .fired: remaining[id] = .fired
+                case .waiting(let continuation):
+                    woken.append(continuation)
+                    state.waitingCount -= 1
+                }
+            }
+            state.slots[account] = remaining.isEmpty ? nil : remaining
+            return woken
+        }
+        for continuation in continuations { continuation.resume() }
+    }
+
+    /// Wakes every poll and makes later waits return at once (shutdown).
+    public func close() {
+        let accounts: [AccountID] = state.withLock { state in
+            state.closed = true
+            return Array(state.slots.keys)
+        }
+        for account in accounts { notify(account) }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import NotesModel
+import SyncProtocol
+
+/// One change of a push, checked and hashed before the transaction starts, so
+/// the work done under the account lock is only the compare-and-swap.
+struct PreparedChange: Sendable {
+    let change: Change
+    /// SHA-256 of the canonical payload, for idempotency.
+    let payloadHash: [UInt8]
+    /// The decoded note body (empty for folders and deletes).
+    let body: Data
+    /// Set when the change can never apply, whatever its base.
+    let refusal: (reason: RefusalReason, message: String)?
+
+    init(_ change: Change, limits: ProtocolLimits) throws(ServerError) {
+        self.change = change
+        var body = Data()
+        var refusal: (RefusalReason, String)?
+        if let note = change.note {
+            guard let bytes = note.bodyBytes() else {
+                throw .badRequest("change \(change.changeId): body is not valid base64")
+            }
+            body = bytes
+            if bytes.count > limits.noteBytesMax {
+                refusal = (
+                    .noteTooLarge, "the note has \(bytes.count) bytes; this server keeps notes up to \(limits.noteBytesMax)"
+                )
+            } else if note.title.utf8.count > limits.nameBytesMax {
+                refusal = (.nameTooLong, "the title is longer than \(limits.nameBytesMax) bytes")
+            }
+        }
+        if let folder = change.folder, folder.name.utf8.count > limits.nameBytesMax {
+            refusal = (.nameTooLong, "the folder name is longer than \(limits.nameBytesMax) bytes")
+        }
+        self.body = body
+        self.refusal = refusal
+        self.payloadHash = PayloadHash.of(change, body: body)
+    }
+}
+
+/// The canonical payload hash of a change: what it does, independent of how
+/// its JSON was spelled (key order, text or base64 body).
+enum PayloadHash {
+    static func of(_ change: Change, body: Data) -> [UInt8] {
+        var hasher = SHA256()
+        func field(_ text: String) {
+            hasher.update(Array(text.utf8))
+            hasher.update(CollectionOfOne(UInt8(0)))
+        }
+        field(change.kind.rawValue)
+        field(change.id.uuidString.lowercased())
+        field(change.op.rawValue)
+        field(change.baseVersion.map(String.init) ?? "null")
+        if let note = change.note {
+            field("note")
+            field(note.title)
+            field(note.folderId?.description ?? "null")
+            field(String(body.count))
+            hasher.update(body)
+        }
+        if let folder = change.folder {
+            field("folder")
+            field(folder.name)
+            field(folder.parentId?.description ?? "null")
+        }
+        return hasher.finalize()
+    }
+}
+
+/// How many changes of a push ended which way.
+struct PushTally: Sendable, Equatable {
+    var applied = 0
+    var conflicts = 0
+    var refused = 0
+    var replayed = 0
+}
+
+/// The server rules for one push, run inside the store's transaction. Shared
+/// by every backend; the backend supplies only `PushTransaction`.
+enum PushProcessor {
+    /// How deep a folder chain may go before a move is refused as a cycle.
+    static let folderDepthMax = 4_096
+
+    /// Applies `changes` in order and returns each change's encoded result.
+    /// Throws `ServerError.changeIdReused` (rolling everything back) when a
+    /// known change id comes with a different payload.
+    static func apply(
+        _ changes: [PreparedChange], in transaction: any PushTransaction, now: Date
+    ) throws -> (results: [Data], tally: PushTally) {
+        var counter = try transaction.lockAccount()
+        let startCounter = counter
+        let seen = try transaction.idempotencyRecords(changes.map(\.change.changeId))
+        let fresh = changes.filter { seen[$0.change.changeId] == nil }
+        var current = try transaction.lockEntities(fresh.map(\.change.ref).sorted())
+        let encoder = WireCoding.encoder()
+        var results: [Data] = []
+        var tally = PushTally()
+        for prepared in changes {
+            let change = prepared.change
+            if let record = seen[change.changeId] {
+                guard record.payloadHash == prepared.payloadHash else {
+                    throw ServerError.changeIdReused(change.changeId)
+                }
+                results.append(record.result)
+                tally.replayed += 1
+                continue
+            }
+            let outcome: ChangeResult.Outcome
+            let existing = current[change.ref]
+            if let refusal = prepared.refusal {
+                outcome = .refused(reason: refusal.reason, message: refusal.message)
+                tally.refused += 1
+            } else if change.baseVersion != existing?.version {
+                outcome = .conflict(current: existing?.wire)
+                tally.conflicts += 1
+            } else if change.kind == .folder, change.op == .put,
+                try makesCycle(folder: change.id, parent: change.folder?.parentId?.uuid, current, transaction)
+            {
+                outcome = .refused(reason: .folderCycle, message: "the move would put the folder inside itself")
+                tally.refused += 1
+            } else {
+                counter += 1
+                let entity = StoredEntity(
+                    ref: change.ref, version: counter, changeId: change.changeId, deleted: change.op == .delete,
+                    name: change.note?.title ?? change.folder?.name ?? "", body: prepared.body,
+                    parentId: change.note?.folderId?.uuid ?? change.folder?.parentId?.uuid, updatedAt: now)
+                try transaction.write(entity)
+                current[change.ref] = entity
+                outcome = .applied(version: counter)
+                tally.applied += 1
+            }
+            let result: Data
+            do {
+                result = try encoder.encode(ChangeResult(changeId: change.changeId, outcome: outcome))
+            } catch {
+                throw ServerError.internalError("cannot encode a result: \(error)")
+            }
+            try transaction.remember(
+                IdempotencyRecord(
+                    changeId: change.changeId, payloadHash: prepared.payloadHash, result: result, createdAt: now))
+            results.append(result)
+        }
+        assert(counter == startCounter + Int64(tally.applied), "every applied change takes exactly one version")
+        if counter != startCounter { try transaction.setCounter(counter) }
+        return (results, tally)
+    }
+
+    /// True when making `parent` the parent of `folder` puts the folder inside
+    /// itself, following live folders only (a deleted or unknown folder ends
+    /// the chain: clients show what is inside it in the root).
+    static func makesCycle(
+        folder: UUID, parent: UUID?, _ current: [EntityRef: StoredEntity], _ transaction: any PushTransaction
+    ) throws -> Bool {
+        var next = parent
+        var depth = 0
+        while let id = next {
+            if id == folder { return true }
+            depth += 1
+            if depth > folderDepthMax { return true }
+            let ref = EntityRef(kind: .folder, id: id)
+            guard let entity = try current[ref] ?? transaction.entity(ref), !entity.deleted else { return false }
+            next = entity.parentId
+        }
+        return false
+    }
+}

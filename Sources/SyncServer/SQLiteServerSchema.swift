@@ -1,0 +1,78 @@
+import Foundation
+import SQLiteKit
+
+/// The SQLite server schema and its migrations (`PRAGMA user_version`).
+/// Every table is keyed by account first.
+enum SQLiteServerSchema {
+    static let currentVersion = 1
+
+    static func migrate(_ connection: Connection) throws {
+        let version = try connection.userVersion
+        guard version <= currentVersion else {
+            throw ServerStoreError.failure(
+                "\(connection.path) has schema version \(version), newer than this notesfs (\(currentVersion)); "
+                    + "run a newer notesfs")
+        }
+        if version < 1 {
+            try connection.transaction {
+                try connection.execute(
+                    """
+                    CREATE TABLE server_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                    CREATE TABLE accounts(
+                        account_id INTEGER PRIMARY KEY,
+                        name TEXT NOT NULL UNIQUE,
+                        counter INTEGER NOT NULL DEFAULT 0,
+                        purged_through INTEGER NOT NULL DEFAULT 0,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER);
+                    CREATE TABLE tokens(
+                        token_id TEXT PRIMARY KEY,
+                        account_id INTEGER NOT NULL REFERENCES accounts(account_id),
+                        secret_hash BLOB NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER) WITHOUT ROWID;
+                    CREATE INDEX tokens_by_account ON tokens(account_id);
+                    CREATE TABLE entities(
+                        account_id INTEGER NOT NULL,
+                        kind TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        change_id TEXT NOT NULL,
+                        deleted INTEGER NOT NULL,
+                        name TEXT NOT NULL,
+                        body BLOB,
+                        parent_id TEXT,
+                        updated_at INTEGER NOT NULL,
+                        PRIMARY KEY(account_id, kind, id));
+                    CREATE UNIQUE INDEX entities_by_version ON entities(account_id, version);
+                    CREATE INDEX tombstones_by_age ON entities(updated_at) WHERE deleted = 1;
+                    CREATE TABLE seen_changes(
+                        account_id INTEGER NOT NULL,
+                        change_id TEXT NOT NULL,
+                        payload_hash BLOB NOT NULL,
+                        result BLOB NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        PRIMARY KEY(account_id, change_id));
+                    CREATE INDEX seen_changes_by_age ON seen_changes(created_at);
+                    """)
+                try connection.run("INSERT INTO server_meta(key, value) VALUES ('epoch', ?)", makeEpoch())
+                try connection.setUserVersion(1)
+            }
+        }
+    }
+
+    static func epoch(_ connection: Connection) throws -> String {
+        guard let epoch = try connection.queryOne("SELECT value FROM server_meta WHERE key = 'epoch'", map: { $0.string(0) })
+        else { throw ServerStoreError.failure("\(connection.path) has no epoch; it is not a notesfs server database") }
+        return epoch
+    }
+
+    /// A new random epoch: 16 bytes from the system's secure generator, as hex.
+    static func makeEpoch() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+}

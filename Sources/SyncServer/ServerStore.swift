@@ -1,0 +1,121 @@
+import Foundation
+import NotesModel
+import SyncProtocol
+
+/// Why a store could not do what was asked. The HTTP layer answers
+/// `unavailable` with 503 (retry later) and `failure` with 500.
+public enum ServerStoreError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// Busy, full, shutting down or not reachable: retrying later may work.
+    case unavailable(String)
+    /// Anything else: a bug or damaged data.
+    case failure(String)
+    /// `createAccount` with a name that exists.
+    case accountExists(String)
+    /// An account command named an account that does not exist.
+    case noSuchAccount(String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let message): "store unavailable: \(message)"
+        case .failure(let message): "store failure: \(message)"
+        case .accountExists(let name): "an account named '\(name)' exists already"
+        case .noSuchAccount(let name): "there is no account named '\(name)'"
+        }
+    }
+}
+
+/// Where the server keeps accounts, tokens, entities and answered change ids.
+///
+/// Every table is keyed by account first. Implementations keep SQL and locking
+/// to themselves; the rules they share (compare-and-swap, idempotency, folder
+/// cycles) live in `PushProcessor`, which runs inside `push` against the
+/// `PushTransaction` primitives. The contract suite in `SyncServerTests` runs
+/// against any implementation through a factory.
+///
+/// Durability: `push` and every account change return only after their commit
+/// survives power loss.
+public protocol ServerStore: Sendable {
+    /// The store's epoch: a random text made when the store was created and
+    /// replaced by `newEpoch()`. Cursors carry it.
+    func epoch() async throws -> String
+
+    /// Replaces the epoch, so every client cursor answers `410` and clients
+    /// resync. Run after restoring the store from a backup.
+    func newEpoch() async throws -> String
+
+    /// The token with this public id, if any.
+    func token(id: String) async throws -> TokenRecord?
+
+    /// Runs `body` in one write transaction for `account` and returns its
+    /// result once the commit is durable. Throwing from `body` rolls back
+    /// everything it did. Implementations may commit several concurrent
+    /// bodies together (group commit); each still succeeds or fails alone.
+    func push<Result: Sendable>(
+        account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> Result
+    ) async throws -> Result
+
+    /// Entities of `account` whose version is above `after`, oldest first: at
+    /// most `rowsMax` rows and about `bytesMax` bytes, at least one row when
+    /// there is any. Read in one snapshot together with the head.
+    func changes(account: AccountID, after: Int64, rowsMax: Int, bytesMax: Int) async throws -> FeedRead
+
+    /// The account's counter and retention mark.
+    func head(account: AccountID) async throws -> FeedHead
+
+    /// Live entities ordered by (kind, id), after `after` when given.
+    func index(account: AccountID, after: EntityRef?, rowsMax: Int) async throws -> IndexRead
+
+    /// The rows of `refs` (tombstones included), in the order asked, up to
+    /// about `bytesMax` bytes (at least one).
+    func entities(account: AccountID, refs: [EntityRef], bytesMax: Int) async throws -> FetchRead
+
+    /// Makes an account; throws `accountExists` when the name is taken.
+    func createAccount(name: String, at date: Date) async throws -> AccountID
+
+    /// The account with this name, revoked or not.
+    func account(named name: String) async throws -> AccountSummary?
+
+    /// Stores a token (its public id and the hash of its secret) and clears
+    /// the account's revocation.
+    func addToken(account: AccountID, tokenID: String, secretHash: [UInt8], at date: Date) async throws
+
+    /// Revokes every token of the named account. The account's notes are kept.
+    func revokeAccount(name: String, at date: Date) async throws
+
+    /// Every account, by name.
+    func accounts() async throws -> [AccountSummary]
+
+    /// How many accounts exist (for metrics).
+    func accountCount() async throws -> Int
+
+    /// Removes tombstones and remembered change ids older than `date`, and
+    /// raises each account's retention mark past the removed tombstones.
+    func purge(before date: Date) async throws -> PurgeReport
+
+    /// Finishes queued work and closes the store; later calls fail with `unavailable`.
+    func close() async
+}
+
+/// The primitives `PushProcessor` needs inside one push's transaction, in the
+/// lock order of DESIGN.md: the account row first (`lockAccount`), then the
+/// idempotency lookup, then entities in (kind, id) order (`lockEntities`).
+/// A transaction object is used on one thread and never escapes its body.
+public protocol PushTransaction {
+    /// The account this transaction writes.
+    var account: AccountID { get }
+    /// Takes the account row's write lock until commit and returns its counter.
+    func lockAccount() throws -> Int64
+    /// The remembered answers for those change ids that have one.
+    func idempotencyRecords(_ changeIds: [ChangeID]) throws -> [ChangeID: IdempotencyRecord]
+    /// Locks the rows of `refs`, which the caller passes sorted, and returns
+    /// those that exist (tombstones included).
+    func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity]
+    /// Reads one row (for walking folder parents); the account lock covers it.
+    func entity(_ ref: EntityRef) throws -> StoredEntity?
+    /// Inserts or replaces the row of `entity.ref`.
+    func write(_ entity: StoredEntity) throws
+    /// Remembers the first answer to a change id.
+    func remember(_ record: IdempotencyRecord) throws
+    /// Stores the account's new counter.
+    func setCounter(_ counter: Int64) throws
+}

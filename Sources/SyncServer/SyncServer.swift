@@ -1,0 +1,332 @@
+import Foundation
+import NotesModel
+import SyncProtocol
+
+/// The sync server's request handling, independent of any HTTP library:
+/// routing, authentication, the push rules, the feed with long polls, the
+/// index, fetch, health and metrics. The HTTP layer turns requests into
+/// `ServerRequest`s and sends back the `ServerResponse`s.
+public final class SyncServer: Sendable {
+    /// What an operator may tune.
+    public struct Configuration: Sendable {
+        public var limits: ProtocolLimits
+        /// How long tombstones and answered change ids are kept.
+        public var tombstoneRetentionSeconds: Double
+
+        public init(limits: ProtocolLimits = .standard, tombstoneRetentionSeconds: Double = 90 * 86_400) {
+            self.limits = limits
+            self.tombstoneRetentionSeconds = tombstoneRetentionSeconds
+        }
+    }
+
+    public let store: any ServerStore
+    public let configuration: Configuration
+    public let notifier = ChangeNotifier()
+    public let metrics = ServerMetrics()
+    let clock: ServerClock
+    let logger: any ServerLogger
+
+    public init(
+        store: any ServerStore, configuration: Configuration = Configuration(), clock: ServerClock = .system,
+        logger: any ServerLogger = SilentLogger()
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+    }
+
+    var limits: ProtocolLimits { configuration.limits }
+
+    /// The routes, for metrics labels and method checks.
+    enum Route: String, CaseIterable {
+        case push, changes, index, fetch, healthz, metrics, unknown
+
+        init(path: String) {
+            switch path {
+            case Endpoint.push: self = .push
+            case Endpoint.changes: self = .changes
+            case Endpoint.index: self = .index
+            case Endpoint.fetch: self = .fetch
+            case Endpoint.healthz: self = .healthz
+            case Endpoint.metrics: self = .metrics
+            default: self = .unknown
+            }
+        }
+
+        var method: String {
+            switch self {
+            case .push, .fetch: "POST"
+            default: "GET"
+            }
+        }
+
+        var queryParameters: Set<String> {
+            switch self {
+            case .changes: [Endpoint.Query.since, Endpoint.Query.limit, Endpoint.Query.wait]
+            case .index: [Endpoint.Query.after, Endpoint.Query.limit]
+            default: []
+            }
+        }
+    }
+
+    /// Answers one request. Never throws: every failure is an error response.
+    public func handle(_ request: ServerRequest) async -> ServerResponse {
+        let started = ContinuousClock.now
+        let route = Route(path: request.path)
+        var response: ServerResponse
+        do {
+            response = try await dispatch(route, request)
+        } catch {
+            let serverError = ServerError.from(error)
+            response = serverError.response
+            response.logNote = serverError.parts.code.rawValue
+            if case .internalError(let message) = serverError {
+                logger.log("error: \(request.method) \(request.path): \(message)")
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(route: route.rawValue, status: response.status, seconds: seconds)
+        return response
+    }
+
+    private func dispatch(_ route: Route, _ request: ServerRequest) async throws -> ServerResponse {
+        guard route != .unknown else { throw ServerError.notFound(String(request.path.prefix(100))) }
+        guard request.method == route.method else { throw ServerError.methodNotAllowed(route.method) }
+        for name in request.query.keys where !route.queryParameters.contains(name) {
+            throw ServerError.badRequest("unknown query parameter '\(name.prefix(40))'")
+        }
+        switch route {
+        case .healthz:
+            return ServerResponse(status: 200, contentType: "application/json", body: Data(#"{"status":"ok"}"#.utf8))
+        case .metrics:
+            let accounts = try? await store.accountCount()
+            let text = metrics.render(longPollsHeld: notifier.waitingCount, accounts: accounts)
+            return ServerResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Data(text.utf8))
+        case .push:
+            return try await push(request, account: try await authenticate(request))
+        case .changes:
+            return try await changes(request, account: try await authenticate(request))
+        case .index:
+            return try await index(request, account: try await authenticate(request))
+        case .fetch:
+            return try await fetch(request, account: try await authenticate(request))
+        case .unknown:
+            throw ServerError.notFound(request.path)
+        }
+    }
+
+    /// The account of the request's token; 401 for anything else.
+    func authenticate(_ request: ServerRequest) async throws -> AccountID {
+        guard let token = AccessToken.fromAuthorization(request.authorization),
+            let record = try await store.token(id: token.id), !record.revoked,
+            AccessToken.constantTimeEqual(token.secretHash, record.secretHash)
+        else { throw ServerError.unauthorized }
+        return record.account
+    }
+
+    // MARK: Push
+
+    private func push(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
+        let push = try decode(PushRequest.self, from: request.body)
+        guard push.changes.count <= limits.pushChangesMax else {
+            throw ServerError.tooManyChanges(
+                "\(push.changes.count) changes in one push; at most \(limits.pushChangesMax)")
+        }
+        var changeIds = Set<ChangeID>()
+        var refs = Set<EntityRef>()
+        for change in push.changes {
+            guard changeIds.insert(change.changeId).inserted else {
+                throw ServerError.badRequest("change id \(change.changeId) appears twice in one push")
+            }
+            guard refs.insert(change.ref).inserted else {
+                throw ServerError.badRequest("\(change.ref) has more than one change in one push")
+            }
+        }
+        let prepared = try push.changes.map { change throws(ServerError) in try PreparedChange(change, limits: limits) }
+        let payloadBytes = prepared.reduce(0) { total, change in
+            change.refusal?.reason == .noteTooLarge ? total : total + change.body.count + change.change.payloadNameBytes
+        }
+        if prepared.count > 1 && payloadBytes > limits.pushPayloadBytesMax {
+            throw ServerError.pushTooLarge(
+                "\(payloadBytes) payload bytes in one push of several changes; at most \(limits.pushPayloadBytesMax)")
+        }
+        let now = clock.now()
+        let outcome = try await store.push(account: account) { transaction in
+            try PushProcessor.apply(prepared, in: transaction, now: now)
+        }
+        if outcome.tally.applied > 0 { notifier.notify(account) }
+        metrics.record(outcome.tally)
+        var body = Data(#"{"results":["#.utf8)
+        for (index, result) in outcome.results.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(result)
+        }
+        body.append(contentsOf: Array("]}".utf8))
+        let tally = outcome.tally
+        return ServerResponse(
+            status: 200, contentType: "application/json", body: body,
+            logNote:
+                "account=\(account) device=\(push.device) applied=\(tally.applied) conflict=\(tally.conflicts) "
+                + "refused=\(tally.refused) replayed=\(tally.replayed)")
+    }
+
+    // MARK: Feed
+
+    private func changes(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
+        let limit = min(try integer(request, Endpoint.Query.limit) ?? limits.pageRowsMax, limits.pageRowsMax)
+        let wait = min(try integer(request, Endpoint.Query.wait) ?? 0, limits.waitSecondsMax)
+        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
+        let epoch = try await store.epoch()
+        var after: Int64 = 0
+        if let since = request.query[Endpoint.Query.since] {
+            let cursor = SyncCursor(rawValue: since)
+            guard let cursorEpoch = cursor.epoch, let counter = cursor.counter else {
+                throw ServerError.badRequest("since is not a cursor this server made")
+            }
+            guard cursorEpoch == epoch else {
+                throw ServerError.cursorGone("the cursor is from another server epoch (a restored or replaced server)")
+            }
+            after = counter
+        }
+        var read = try await store.changes(
+            account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
+        if after > read.head.counter {
+            throw ServerError.cursorGone("the cursor is ahead of this server's counter")
+        }
+        // No cursor means a fresh start, which misses nothing retention removed.
+        if request.query[Endpoint.Query.since] != nil && after < read.head.purgedThrough {
+            throw ServerError.cursorGone("the cursor is older than tombstone retention")
+        }
+        var waited = false
+        if read.entities.isEmpty && wait > 0 {
+            // Arm before the second read: a commit after it fires the ticket.
+            let ticket = notifier.arm(account)
+            do {
+                read = try await store.changes(
+                    account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
+            } catch {
+                notifier.disarm(ticket)
+                throw error
+            }
+            if read.entities.isEmpty {
+                waited = true
+                await notifier.wait(ticket, seconds: Double(wait))
+                read = try await store.changes(
+                    account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
+            } else {
+                notifier.disarm(ticket)
+            }
+        }
+        let next =
+            read.hasMore ? (read.entities.last?.version ?? after) : max(after, read.head.counter)
+        var response = ServerResponse.json(
+            ChangesPage(
+                changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
+                hasMore: read.hasMore, epoch: epoch))
+        response.logNote = "account=\(account) rows=\(read.entities.count)\(waited ? " waited" : "")"
+        return response
+    }
+
+    // MARK: Index and fetch
+
+    private func index(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
+        let limit = min(try integer(request, Endpoint.Query.limit) ?? limits.indexRowsMax, limits.indexRowsMax)
+        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
+        var after: EntityRef?
+        if let text = request.query[Endpoint.Query.after] {
+            guard let ref = EntityRef(text) else {
+                throw ServerError.badRequest("after must be the nextAfter of a previous page")
+            }
+            after = ref
+        }
+        let epoch = try await store.epoch()
+        let read = try await store.index(account: account, after: after, rowsMax: limit)
+        var response = ServerResponse.json(
+            IndexPage(
+                entries: read.entries, hasMore: read.hasMore,
+                nextAfter: read.hasMore ? read.entries.last?.ref.description : nil,
+                cursor: SyncCursor(epoch: epoch, counter: read.head.counter), epoch: epoch))
+        response.logNote = "account=\(account) rows=\(read.entries.count)"
+        return response
+    }
+
+    private func fetch(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
+        let fetch = try decode(FetchRequest.self, from: request.body)
+        guard fetch.entities.count <= limits.fetchEntitiesMax else {
+            throw ServerError.tooManyChanges(
+                "\(fetch.entities.count) entities in one fetch; at most \(limits.fetchEntitiesMax)")
+        }
+        guard Set(fetch.entities).count == fetch.entities.count else {
+            throw ServerError.badRequest("an entity appears twice in one fetch")
+        }
+        let read = try await store.entities(account: account, refs: fetch.entities, bytesMax: limits.pageBytesMax)
+        var response = ServerResponse.json(
+            FetchResponse(entities: read.found.map(\.wire), notFound: read.notFound, omitted: read.omitted))
+        response.logNote = "account=\(account) rows=\(read.found.count)"
+        return response
+    }
+
+    // MARK: Maintenance
+
+    /// Removes tombstones and change ids older than the retention period.
+    public func purgeExpired() async throws -> PurgeReport {
+        try await store.purge(before: clock.now().addingTimeInterval(-configuration.tombstoneRetentionSeconds))
+    }
+
+    /// Answers every parked long poll now and every later one at once; call
+    /// before stopping the HTTP server.
+    public func beginShutdown() {
+        notifier.close()
+    }
+
+    // MARK: Helpers
+
+    private func integer(_ request: ServerRequest, _ name: String) throws -> Int? {
+        guard let text = request.query[name] else { return nil }
+        guard let value = Int(text), value >= 0 else {
+            throw ServerError.badRequest("\(name) must be a whole number ≥ 0")
+        }
+        return value
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, from body: Data) throws -> T {
+        guard body.count <= limits.requestBodyBytesMax else {
+            throw ServerError.payloadTooLarge("the body is larger than \(limits.requestBodyBytesMax) bytes")
+        }
+        do {
+            return try WireCoding.decoder().decode(type, from: body)
+        } catch let error as DecodingError {
+            throw ServerError.badRequest(Self.describe(error))
+        } catch {
+            throw ServerError.badRequest("the body is not valid JSON")
+        }
+    }
+
+    /// A decoding error as a sentence naming the field, never echoing values.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            let text = codingPath.map { key in key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)" }.joined()
+            return text.isEmpty ? "the body" : String(text.dropFirst(text.hasPrefix(".") ? 1 : 0))
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(type)"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(type), found null"
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])): missing"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "the body is not valid JSON" }
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "the body does not match the schema"
+        }
+    }
+}
+
+extension Change {
+    /// UTF-8 bytes of the title or folder name.
+    var payloadNameBytes: Int { (note?.title.utf8.count ?? 0) + (folder?.name.utf8.count ?? 0) }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import SyncServer
+
+/// `notesfs account add|list|revoke`: accounts and tokens on the server machine.
+struct AccountCommand: Command {
+    static let name = "account"
+    static let summary = "Add, list or revoke sync server accounts and their tokens"
+    static let help = """
+        Usage: notesfs account add <name> [--data DIR]
+               notesfs account list [--data DIR]
+               notesfs account revoke <name> [--data DIR]
+
+        add      Makes the account (or adds a token to an existing one) and prints a
+                 new token once. Only a hash of it is stored: keep it in a file that
+                 only you can read and give it to 'notesfs mount --token-file'.
+                 Adding to a revoked account reopens it with only the new token.
+        list     Shows every account with its live tokens and live notes and folders.
+        revoke   Revokes every token of the account at once; its notes are kept.
+
+        Works while 'notesfs serve' runs on the same data.
+
+        Options:
+          --data DIR   Server data directory (default: $XDG_DATA_HOME/notesfs/server,
+                       or ~/.local/share/notesfs/server).
+        """
+    static let spec = ArgumentSpec(options: ["--data"], positional: 1...2)
+
+    static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
+        let action = arguments.positional[0]
+        let name = arguments.positional.count > 1 ? arguments.positional[1] : nil
+        switch action {
+        case "add", "revoke":
+            guard let name else { throw CommandError.usage("account \(action) needs an account name") }
+            let store = try ServerData.openStore(arguments, creating: action == "add")
+            let manager = AccountManager(store: store)
+            if action == "add" {
+                let added = try ServerData.blockingAwait {
+                    defer { Task { await store.close() } }
+                    return try await manager.add(name: name)
+                }
+                console.error(
+                    added.created
+                        ? "Made account '\(name)'. Its token (shown only now; keep it secret):"
+                        : "Account '\(name)' exists; added a token (shown only now; keep it secret):")
+                console.out(added.token.text)
+            } else {
+                do {
+                    try ServerData.blockingAwait {
+                        defer { Task { await store.close() } }
+                        try await manager.revoke(name: name)
+                    }
+                } catch ServerStoreError.noSuchAccount(let missing) {
+                    throw CommandError.failed("there is no account named '\(missing)'")
+                }
+                console.out("Revoked every token of '\(name)'. Its notes are kept; 'account add \(name)' reopens it.")
+            }
+            return 0
+        case "list":
+            guard name == nil else { throw CommandError.usage("account list takes no name") }
+            let store = try ServerData.openStore(arguments, creating: false)
+            let accounts = try ServerData.blockingAwait {
+                defer { Task { await store.close() } }
+                return try await AccountManager(store: store).list()
+            }
+            if accounts.isEmpty {
+                console.out("No accounts. Add one with 'notesfs account add <name>'.")
+                return 0
+            }
+            let width = max(4, accounts.map { $0.name.count }.max() ?? 4)
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withFullDate]
+            console.out(
+                "NAME".padding(toLength: width, withPad: " ", startingAt: 0) + "  TOKENS  ENTITIES  VERSION  CREATED     STATUS")
+            for account in accounts {
+                console.out(
+                    account.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+                        + pad(account.liveTokens, 6) + "  " + pad(account.liveEntities, 8) + "  "
+                        + pad(Int(account.counter), 7) + "  " + formatter.string(from: account.createdAt) + "  "
+                        + (account.revoked ? "revoked" : "active"))
+            }
+            return 0
+        default:
+            throw CommandError.usage("unknown action '\(action)'; use add, list or revoke")
+        }
+    }
+
+    private static func pad(_ number: Int, _ width: Int) -> String {
+        let text = String(number)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}

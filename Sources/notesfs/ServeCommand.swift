@@ -1,0 +1,130 @@
+import Foundation
+import HTTPServer
+import SyncProtocol
+import SyncServer
+
+/// `notesfs serve`: the sync server (DESIGN.md "The sync protocol").
+struct ServeCommand: Command {
+    static let name = "serve"
+    static let summary = "Run the sync server that carries changes between your machines"
+    static let help = """
+        Usage: notesfs serve [--listen 127.0.0.1:8080] [--data DIR] [--retention-days N]
+                             [--tls-cert FILE --tls-key FILE] [limits...]
+
+        Serves the sync protocol over HTTP/1.1 (HTTPS with --tls-cert/--tls-key).
+        Accounts and tokens are made with 'notesfs account add'. Logs one line per
+        request to standard error (never note text). SIGTERM or SIGINT stops it:
+        new connections are refused, parked long polls are answered, requests in
+        flight finish, then it exits 0.
+
+        Options:
+          --listen ADDR          IP address and port (default 127.0.0.1:8080; port 0 picks one)
+          --data DIR             Server data directory (default: $XDG_DATA_HOME/notesfs/server,
+                                 or ~/.local/share/notesfs/server)
+          --retention-days N     Keep tombstones and answered change ids N days (default 90);
+                                 a client offline longer resyncs through the index
+          --tls-cert FILE        PEM certificate chain, for HTTPS
+          --tls-key FILE         PEM private key, for HTTPS
+          --threads N            HTTP worker threads (default 2)
+          --max-connections N    Open connections at most (default 4000)
+          --connection-timeout S Close a connection idle S seconds (default 60)
+          --note-max-bytes N     Largest note body (default 16777216); larger ones are refused
+          --push-max-changes N   Changes per push (default 100)
+          --push-max-bytes N     Payload bytes per push of several changes (default 4194304)
+        """
+    static let spec = ArgumentSpec(options: [
+        "--listen", "--data", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
+        "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
+    ])
+
+    static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
+        let listenText = arguments.option("--listen") ?? "127.0.0.1:8080"
+        guard let address = ListenAddress(listenText) else {
+            throw CommandError.usage("--listen needs an IP address and port like 127.0.0.1:8080, not '\(listenText)'")
+        }
+        let retentionDays = try arguments.integer("--retention-days", default: 90)
+        guard retentionDays >= 1 else { throw CommandError.usage("--retention-days must be at least 1") }
+        let defaults = ProtocolLimits()
+        let limits = ProtocolLimits(
+            pushChangesMax: try positive(arguments, "--push-max-changes", defaults.pushChangesMax),
+            pushPayloadBytesMax: try positive(arguments, "--push-max-bytes", defaults.pushPayloadBytesMax),
+            noteBytesMax: try positive(arguments, "--note-max-bytes", defaults.noteBytesMax))
+        var tls: (certificatePEM: String, keyPEM: String)?
+        switch (arguments.option("--tls-cert"), arguments.option("--tls-key")) {
+        case (nil, nil):
+            break
+        case (let cert?, let key?):
+            do {
+                tls = (try String(contentsOfFile: cert, encoding: .utf8), try String(contentsOfFile: key, encoding: .utf8))
+            } catch {
+                throw CommandError.failed("cannot read the TLS files: \(error.localizedDescription)")
+            }
+        default:
+            throw CommandError.usage("--tls-cert and --tls-key go together")
+        }
+
+        let logger = StandardErrorLogger()
+        let store = try ServerData.openStore(arguments, creating: true)
+        let server = SyncServer(
+            store: store,
+            configuration: SyncServer.Configuration(
+                limits: limits, tombstoneRetentionSeconds: Double(retentionDays) * 86_400),
+            logger: logger)
+        let configuration = HTTPServer.Configuration(
+            address: address, threadPoolSize: try positive(arguments, "--threads", 2),
+            connectionLimit: try positive(arguments, "--max-connections", 4_000),
+            connectionTimeoutSeconds: try positive(arguments, "--connection-timeout", 60),
+            requestBodyBytesMax: limits.requestBodyBytesMax, tls: tls)
+        let http: HTTPServer
+        do {
+            http = try HTTPServer(server: server, configuration: configuration, logger: logger)
+        } catch {
+            Task { await store.close() }
+            throw CommandError.failed(error.description)
+        }
+        let scheme = tls == nil ? "http" : "https"
+        let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+        logger.log(
+            "notesfs serve: listening on \(scheme)://\(host):\(http.port) (data \(ServerData.directory(arguments)), "
+                + "pid \(getpid()))")
+
+        // Retention runs at start and every hour.
+        let maintenance = Task {
+            while !Task.isCancelled {
+                do {
+                    let report = try await server.purgeExpired()
+                    if report.tombstones + report.changeIds > 0 {
+                        logger.log("retention: removed \(report.tombstones) tombstones, \(report.changeIds) change ids")
+                    }
+                } catch {
+                    logger.log("retention failed: \(error)")
+                }
+                try? await Task.sleep(for: .seconds(3_600))
+            }
+        }
+
+        let stopped = DispatchSemaphore(value: 0)
+        let signalQueue = DispatchQueue(label: "notesfs.serve.signals")
+        let sources = [SIGTERM, SIGINT].map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
+            source.setEventHandler { stopped.signal() }
+            source.resume()
+            return source
+        }
+        stopped.wait()
+        logger.log("notesfs serve: stopping (finishing requests in flight)")
+        http.stop(graceSeconds: 10)
+        maintenance.cancel()
+        try ServerData.blockingAwait { await store.close() }
+        sources.forEach { $0.cancel() }
+        logger.log("notesfs serve: stopped")
+        return 0
+    }
+
+    private static func positive(_ arguments: ParsedArguments, _ name: String, _ fallback: Int) throws -> Int {
+        let value = try arguments.integer(name, default: fallback)
+        guard value >= 1 else { throw CommandError.usage("\(name) must be at least 1") }
+        return value
+    }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import HTTPServer
+import NotesModel
+import SyncProtocol
+import SyncServer
+import Synchronization
+import Testing
+
+/// Collects log lines.
+final class CollectingLogger: ServerLogger {
+    private let lines = Mutex<[String]>([])
+    func log(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// Runs `work` on a thread of its own and returns its result.
+func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        blockingThread { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// What only a real HTTP server can show: transport limits, slow clients,
+/// parked connections, compression, logs, shutdown.
+@Suite struct HTTPServerTests {
+    /// A harness over HTTP with a custom daemon configuration and logger.
+    static func harness(
+        limits: ProtocolLimits = .standard, logger: any ServerLogger = SilentLogger(),
+        configure: @escaping @Sendable (inout HTTPServer.Configuration) -> Void = { _ in }
+    ) throws -> (Harness, HTTPTransport) {
+        let kind = TransportKind(name: "http-custom") { server in
+            try HTTPTransport(server: server, logger: logger, configure: configure)
+        }
+        let harness = try Harness(.sqlite, kind, limits: limits)
+        guard let transport = harness.transport as? HTTPTransport else { throw HarnessError("not HTTP") }
+        return (harness, transport)
+    }
+
+    @Test func largeResponsesAreGzippedOnlyWhenTheClientAcceptsIt() async throws {
+        let (h, _) = try Self.harness()
+        let token = try await h.account()
+        _ = try await h.push(Make.note(body: String(repeating: "line of text\n", count: 500)), token: token)
+        let plain = try await h.send("GET", Endpoint.changes, token: token)
+        #expect(plain.headers["content-encoding"] == nil)
+        let zipped = try await h.send("GET", Endpoint.changes, token: token, headers: ["Accept-Encoding": "br, gzip"])
+        #expect(zipped.headers["content-encoding"] == "gzip")
+        #expect(zipped.body == plain.body)
+        let small = try await h.send("GET", Endpoint.healthz, token: nil, headers: ["Accept-Encoding": "gzip"])
+        #expect(small.headers["content-encoding"] == nil)
+        await h.close()
+    }
+
+    @Test func anOversizedBodyGets413UnreadAndTheServerKeepsServing() async throws {
+        var limits = ProtocolLimits()
+        limits.requestBodyBytesMax = 50_000
+        let (h, transport) = try Self.harness(limits: limits)
+        let token = try await h.account()
+        let port = transport.port
+        // Declared too large: answered before the body is sent.
+        let declared = try await onThread {
+            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+            let head = "POST \(Endpoint.push) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 100000000\r\n\r\n"
+            connection.write(Data(head.utf8))
+            return try connection.readResponse()
+        }
+        #expect(declared.status == 413)
+        #expect(declared.errorCode == "payload_too_large")
+        // Chunked past the limit: the connection is closed.
+        let closed = try await onThread {
+            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+            let head = "POST \(Endpoint.push) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nTransfer-Encoding: chunked\r\n\r\n"
+            connection.write(Data(head.utf8))
+            let chunk = Data("4000\r\n".utf8) + Data(repeating: UInt8(ascii: "a"), count: 0x4000) + Data("\r\n".utf8)
+            for _ in 0..<8 { if !connection.write(chunk) { break } }
+            return (try? connection.readResponse()).map(\.status) ?? 0
+        }
+        #expect(closed == 0 || closed == 413)
+        // 10,000 changes in one push (within the byte limit of a default server).
+        let (big, _) = try Self.harness()
+        let bigToken = try await big.account()
+        let many = try await big.pushRaw((0..<10_000).map { _ in Make.delete(.note(NoteID()), baseVersion: nil) }, token: bigToken)
+        #expect(many.status == 413)
+        #expect(many.errorCode == "too_many_changes")
+        #expect(try await big.drain(token: bigToken).rows.isEmpty)
+        await big.close()
+        // Others are still served, and nothing was stored.
+        #expect(try await h.push(Make.note(), token: token).appliedVersion == 1)
+        #expect(try await h.drain(token: token).rows.count == 1)
+        await h.close()
+    }
+
+    @Test func slowClientsAreCutOffAndOthersAreStillServed() async throws {
+        let (h, transport) = try Self.harness { $0.connectionTimeoutSeconds = 1 }
+        let token = try await h.account()
+        let port = transport.port
+        // Twenty clients send half a request line and stall.
+        let slow = try (0..<20).map { _ in try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10) }
+        let boxes = slow.map { HTTPTransport.ConnectionBox($0) }
+        for box in boxes { box.connection.write(Data("GET /v1/chan".utf8)) }
+        // A normal client is answered promptly meanwhile.
+        let began = ContinuousClock.now
+        #expect(try await h.push(Make.note(), token: token).appliedVersion == 1)
+        #expect(ContinuousClock.now - began < .milliseconds(500))
+        // After the idle timeout the stalled connections are closed.
+        let closedCount = try await onThread {
+            boxes.filter { $0.connection.isClosedByPeer() }.count
+        }
+        #expect(closedCount == 20)
+        // A client trickling one byte at a time is also cut off eventually.
+        let trickled = try await onThread { () -> Bool in
+            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+            for byte in Data("GET /healthz HTTP/1.1\r\nX-Slow: ".utf8) {
+                guard connection.write(Data([byte])) else { return true }
+                usleep(20_000)
+            }
+            usleep(1_600_000)
+            return connection.isClosedByPeer()
+        }
+        #expect(trickled)
+        await h.close()
+    }
+
+    @Test func fiveHundredParkedLongPollsDoNotSlowPushes() async throws {
+        let (h, transport) = try Self.harness()
+        let watched = try await h.account("watched")
+        let writer = try await h.account("writer")
+        let port = transport.port
+        let head = try await h.changes(token: watched)
+        // Baseline push latency.
+        var baseline: [Duration] = []
+        for _ in 0..<30 {
+            let began = ContinuousClock.now
+            _ = try await h.push(Make.note(), token: writer)
+            baseline.append(ContinuousClock.now - began)
+        }
+        // Park 500 long polls on one account.
+        let request = RawHTTPConnection.requestBytes(
+            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "30"]),
+            headers: ["Authorization": "Bearer \(watched)"], body: Data())
+        let polls = try await onThread {
+            try (0..<500).map { _ in
+                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 20)
+                connection.write(request)
+                return HTTPTransport.ConnectionBox(connection)
+            }
+        }
+        var held = 0
+        for _ in 0..<200 {
+            held = h.server.notifier.waitingCount
+            if held == 500 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(held == 500)
+        var parked: [Duration] = []
+        for _ in 0..<30 {
+            let began = ContinuousClock.now
+            _ = try await h.push(Make.note(), token: writer)
+            parked.append(ContinuousClock.now - began)
+        }
+        let baselineMedian = baseline.sorted()[baseline.count / 2]
+        let parkedMedian = parked.sorted()[parked.count / 2]
+        #expect(parkedMedian < baselineMedian * 2 + .milliseconds(5), "baseline \(baselineMedian), with 500 parked \(parkedMedian)")
+        // One change wakes them all.
+        let pushed = ContinuousClock.now
+        _ = try await h.push(Make.note(body: "wake\n"), token: watched)
+        let statuses = try await onThread { try polls.map { try $0.connection.readResponse() } }
+        let wakeAll = ContinuousClock.now - pushed
+        #expect(statuses.allSatisfy { $0.status == 200 })
+        #expect(try statuses.allSatisfy { try $0.decode(ChangesPage.self).changes.count == 1 })
+        #expect(wakeAll < .seconds(2), "waking 500 polls took \(wakeAll)")
+        #expect(h.server.notifier.waitingCount == 0)
+        await h.close()
+    }
+
+    @Test func stoppingAnswersParkedLongPollsAndFinishesCleanly() async throws {
+        let (h, transport) = try Self.harness()
+        let token = try await h.account()
+        let port = transport.port
+        let head = try await h.changes(token: token)
+        let request = RawHTTPConnection.requestBytes(
+            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "30"]),
+            headers: ["Authorization": "Bearer \(token)"], body: Data())
+        let polls = try await onThread {
+            try (0..<5).map { _ in
+                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+                connection.write(request)
+                return HTTPTransport.ConnectionBox(connection)
+            }
+        }
+        while h.server.notifier.waitingCount < 5 { try await Task.sleep(for: .milliseconds(10)) }
+        let began = ContinuousClock.now
+        async let replies = onThread { try polls.map { try $0.connection.readResponse() } }
+        await transport.stop()
+        let answered = try await replies
+        #expect(ContinuousClock.now - began < .seconds(3))
+        #expect(answered.map(\.status) == [200, 200, 200, 200, 200])
+        #expect(try answered.allSatisfy { try $0.decode(ChangesPage.self).changes.isEmpty })
+        #expect(transport.http.openRequests == 0)
+        await h.close()
+    }
+
+    @Test func everyRequestIsLoggedOnceWithoutNoteText() async throws {
+        let logger = CollectingLogger()
+        let (h, _) = try Self.harness(logger: logger)
+        let token = try await h.account()
+        _ = try await h.push(Make.note(title: "diary-title-x", body: "secret body text\n"), token: token)
+        _ = try await h.changes(token: token)
+        _ = try await h.send("GET", Endpoint.changes, token: "wrong")
+        await h.close(keepData: false)
+        let lines = logger.all
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.allSatisfy { !$0.contains("secret") && !$0.contains("diary-title") })
+        #expect(lines.first?.contains("POST /v1/push 200") == true)
+        #expect(lines.first?.contains("applied=1") == true)
+        #expect(lines.last?.contains(" 401 ") == true)
+    }
+
+    @Test func httpsWorksWithACertificateAndKey() async throws {
+        let tools = ["/usr/bin/openssl", "/usr/bin/curl"]
+        guard tools.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else {
+            skipLoudly("openssl or curl is missing, so HTTPS was not tested")
+            return
+        }
+        let directory = try TemporaryDirectoryForTLS()
+        defer { directory.remove() }
+        let generate = Process()
+        generate.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        generate.arguments = [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-keyout", directory.key, "-out", directory.cert,
+        ]
+        generate.standardError = FileHandle.nullDevice
+        generate.standardOutput = FileHandle.nullDevice
+        try generate.run()
+        generate.waitUntilExit()
+        let certificate = try String(contentsOfFile: directory.cert, encoding: .utf8)
+        let key = try String(contentsOfFile: directory.key, encoding: .utf8)
+        let (h, transport) = try Self.harness { $0.tls = (certificate, key) }
+        let output = try await onThread { () -> String in
+            let curl = Process()
+            curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            curl.arguments = ["-sk", "https://127.0.0.1:\(transport.port)/healthz"]
+            let pipe = Pipe()
+            curl.standardOutput = pipe
+            try curl.run()
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            curl.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        #expect(output == #"{"status":"ok"}"#)
+        await h.close()
+    }
+}
+
+/// Paths for a throwaway certificate.
+struct TemporaryDirectoryForTLS {
+    let url: URL
+    init() throws {
+        url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("notesfs-tls-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    var key: String { url.appendingPathComponent("key.pem").path }
+    var cert: String { url.appendingPathComponent("cert.pem").path }
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+extension Make {
+    static func delete(_ ref: EntityRef, baseVersion: Int64?) -> Change { .delete(ref, baseVersion: baseVersion) }
+}
+
+/// Reports a test that could not run: a printed warning locally, a failure
+/// when `NOTESFS_REQUIRE_ALL_TESTS=1` (CI), so a green CI means it ran.
+func skipLoudly(_ why: String) {
+    if ProcessInfo.processInfo.environment["NOTESFS_REQUIRE_ALL_TESTS"] == "1" {
+        Issue.record("SKIPPED, but NOTESFS_REQUIRE_ALL_TESTS=1: \(why)")
+    } else {
+        FileHandle.standardError.write(Data("SKIPPED: \(why)\n".utf8))
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import NotesModel
+import SyncProtocol
+import SyncServer
+import Testing
+
+/// docs/openapi.yaml says exactly what the server does: every documented
+/// (method, path, status) is provoked against a running server, and every
+/// provocation here is documented.
+@Suite struct OpenAPIDocumentTests {
+    static let documentPath = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("docs/openapi.yaml").path
+
+    /// "METHOD /path STATUS" for every response in the document.
+    static func documentedResponses() throws -> Set<String> {
+        let text = try String(contentsOfFile: documentPath, encoding: .utf8)
+        var results = Set<String>()
+        var inPaths = false
+        var path: String?
+        var method: String?
+        var inResponses = false
+        for line in text.components(separatedBy: "\n") {
+            let indent = line.prefix(while: { $0 == " " }).count
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if indent == 0 { inPaths = trimmed == "paths:"; continue }
+            guard inPaths, !trimmed.isEmpty else { continue }
+            if indent == 2, trimmed.hasSuffix(":") { path = String(trimmed.dropLast()); method = nil; continue }
+            if indent == 4, trimmed.hasSuffix(":") { method = String(trimmed.dropLast()).uppercased(); inResponses = false; continue }
+            if indent == 6 { inResponses = trimmed == "responses:"; continue }
+            if inResponses, indent == 8, trimmed.hasPrefix("'"), let path, let method {
+                results.insert("\(method) \(path) \(trimmed.dropFirst().prefix(3))")
+            }
+        }
+        return results
+    }
+
+    @Test func everyDocumentedRouteAndStatusIsWhatTheServerAnswers() async throws {
+        let documented = try Self.documentedResponses()
+        #expect(documented.count > 20)
+        let h = try Harness(.sqlite, .http)
+        let token = try await h.account()
+        let revoked = try await h.account("gone")
+        try await AccountManager(store: h.store).revoke(name: "gone")
+        let device = DeviceID()
+        @Sendable func push(_ changes: [Change]) throws -> Data {
+            try WireCoding.encoder().encode(PushRequest(device: device, changes: changes))
+        }
+        let reused = Make.note()
+        _ = try await h.push(reused, token: token)
+        var alteredChange = reused
+        alteredChange.note?.title = "changed"
+        let altered = alteredChange
+        let epoch = try await h.changes(token: token).epoch
+        let fetchMany = try WireCoding.encoder().encode(FetchRequest(entities: (0..<201).map { _ in .note(NoteID()) }))
+        let fetchOne = try WireCoding.encoder().encode(FetchRequest(entities: [.note(NoteID())]))
+
+        typealias Probe = @Sendable () async throws -> Reply
+        var probes: [String: Probe] = [:]
+        probes["POST /v1/push 200"] = { try await h.send("POST", Endpoint.push, token: token, body: push([Make.note()])) }
+        probes["POST /v1/push 400"] = { try await h.send("POST", Endpoint.push, token: token, body: Data("{".utf8)) }
+        probes["POST /v1/push 401"] = { try await h.send("POST", Endpoint.push, token: revoked, body: push([Make.note()])) }
+        probes["POST /v1/push 405"] = { try await h.send("GET", Endpoint.push, token: token) }
+        probes["POST /v1/push 409"] = { try await h.send("POST", Endpoint.push, token: token, body: push([altered])) }
+        probes["POST /v1/push 413"] = { try await h.send("POST", Endpoint.push, token: token, body: push((0..<101).map { _ in Make.note() })) }
+        probes["GET /v1/changes 200"] = { try await h.send("GET", Endpoint.changes, token: token) }
+        probes["GET /v1/changes 400"] = { try await h.send("GET", Endpoint.changes, token: token, query: ["since": "x"]) }
+        probes["GET /v1/changes 401"] = { try await h.send("GET", Endpoint.changes, token: nil) }
+        probes["GET /v1/changes 405"] = { try await h.send("POST", Endpoint.changes, token: token) }
+        probes["GET /v1/changes 410"] = { try await h.send("GET", Endpoint.changes, token: token, query: ["since": SyncCursor(epoch: epoch, counter: 999).rawValue]) }
+        probes["GET /v1/index 200"] = { try await h.send("GET", Endpoint.index, token: token) }
+        probes["GET /v1/index 400"] = { try await h.send("GET", Endpoint.index, token: token, query: ["limit": "many"]) }
+        probes["GET /v1/index 401"] = { try await h.send("GET", Endpoint.index, token: "nfs_bad") }
+        probes["GET /v1/index 405"] = { try await h.send("POST", Endpoint.index, token: token) }
+        probes["POST /v1/fetch 200"] = { try await h.send("POST", Endpoint.fetch, token: token, body: fetchOne) }
+        probes["POST /v1/fetch 400"] = { try await h.send("POST", Endpoint.fetch, token: token, body: Data(#"{"entities":[{"kind":"x"}]}"#.utf8)) }
+        probes["POST /v1/fetch 401"] = { try await h.send("POST", Endpoint.fetch, token: nil, body: fetchOne) }
+        probes["POST /v1/fetch 405"] = { try await h.send("GET", Endpoint.fetch, token: token) }
+        probes["POST /v1/fetch 413"] = { try await h.send("POST", Endpoint.fetch, token: token, body: fetchMany) }
+        probes["GET /healthz 200"] = { try await h.send("GET", Endpoint.healthz, token: nil) }
+        probes["GET /healthz 405"] = { try await h.send("POST", Endpoint.healthz, token: nil) }
+        probes["GET /metrics 200"] = { try await h.send("GET", Endpoint.metrics, token: nil) }
+        probes["GET /metrics 405"] = { try await h.send("DELETE", Endpoint.metrics, token: nil) }
+        // 503s come last: they need the store closed under the running server.
+        let unavailable = ["POST /v1/push 503", "GET /v1/changes 503"]
+
+        #expect(Set(probes.keys).union(unavailable) == documented)
+        for key in probes.keys.sorted() {
+            guard let probe = probes[key], let expected = Int(key.split(separator: " ")[2]) else { continue }
+            let reply = try await probe()
+            #expect(reply.status == expected, "\(key): \(reply.text.prefix(200))")
+            if expected != 200 { #expect(reply.errorCode != nil, "\(key) has an error body") }
+        }
+        await h.store.close()
+        #expect(try await h.send("POST", Endpoint.push, token: token, body: push([Make.note()])).status == 503)
+        #expect(try await h.send("GET", Endpoint.changes, token: token).status == 503)
+        await h.close()
+    }
+}
