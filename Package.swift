@@ -15,16 +15,22 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CFuse",
+            pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev", "fuse3"])]
+        ),
 
         // MARK: Libraries
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
+        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
 
         // MARK: The command
         .executableTarget(
             name: "notesfs",
-            dependencies: ["NotesModel", "NotesStore"]
+            dependencies: ["NotesModel", "NotesStore", "NotesFS"]
         ),
 
         // MARK: Tests
@@ -38,6 +44,10 @@ let package = Package(
         .testTarget(
             name: "NotesStoreTests",
             dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+        ),
+        .testTarget(
+            name: "NotesFSTests",
+            dependencies: ["NotesFS", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
         ),
     ]
 )

@@ -1,0 +1,28 @@
+import Foundation
+import SQLiteKit
+
+/// The one place where errors become errno values for the kernel.
+enum ErrnoMapping {
+    static func code(for error: any Error) -> Int32 {
+        switch error {
+        case let error as FileSystemError:
+            return error.errno
+        case let error as SQLiteError:
+            if error.isDiskFull { return ENOSPC }
+            if error.isBusy { return EBUSY }
+            return EIO
+        default:
+            return EIO
+        }
+    }
+}
+
+/// How long the kernel may cache names and attributes. Changes made behind
+/// the kernel's back (sync) are invalidated explicitly, so these can be long
+/// enough to make a warm `grep -r` fast.
+enum CacheTimeouts {
+    static let entrySeconds = 10.0
+    static let attributeSeconds = 10.0
+    /// Negative lookups (name not found) are cached briefly.
+    static let negativeEntrySeconds = 1.0
+}
