@@ -6,6 +6,11 @@ enum CommandLineTool {
 
     /// Every subcommand, in the order `--help` lists them. Add new commands here.
     static let commands: [any Command.Type] = [
+        StatusCommand.self,
+        SearchCommand.self,
+        ImportCommand.self,
+        ExportCommand.self,
+        RestoreCommand.self,
     ]
 
     static func run(_ arguments: [String], console: Console = Console()) -> Int32 {

@@ -1,0 +1,194 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+// The low-level edits every file operation is made of. Each runs inside the
+// caller's transaction and records what it changed in `commit`.
+extension NotesStore {
+    /// Queues (or coalesces into the entity's pending row) a change for the outbox.
+    func enqueue(
+        _ db: Connection, kind: EntityKind, id: String, op: String, commit: inout StoreCommit
+    ) throws {
+        try db.run(
+            """
+            INSERT INTO outbox(change_id, entity_kind, entity_id, op, state, created_ns)
+            VALUES (?, ?, ?, ?, 'pending', ?)
+            ON CONFLICT(entity_kind, entity_id) WHERE state = 'pending' DO UPDATE SET op = excluded.op
+            """, ChangeID(newUUID()).description, kind.rawValue, id, op, now)
+        commit.outboxChanged = true
+    }
+
+    /// Drops the pending (never frozen) outbox row of an entity.
+    func dropPending(_ db: Connection, kind: EntityKind, id: String) throws {
+        try db.run(
+            "DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", kind.rawValue, id)
+    }
+
+    /// True when some change of this entity was frozen (sent, maybe received):
+    /// then a delete must travel as a tombstone.
+    func everFrozen(_ db: Connection, kind: EntityKind, id: String, serverVersion: Int64?) throws -> Bool {
+        if serverVersion != nil { return true }
+        return try db.queryOne(
+            "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'in_flight'",
+            kind.rawValue, id) { _ in true } ?? false
+    }
+
+    /// Inserts a new live note and queues its creation.
+    @discardableResult
+    func insertNote(
+        _ db: Connection, id: NoteID, content: NoteContent, modified: Int64? = nil, mode: UInt32 = 0o644,
+        conflictOf: NoteID? = nil, commit: inout StoreCommit
+    ) throws -> String {
+        let time = now
+        try db.run(
+            """
+            INSERT INTO notes(id, folder_id, title, body, created_ns, updated_ns, mode, conflict_of)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, id.description, content.folderID?.description, content.title, content.body, time,
+            modified ?? time, Int64(mode), conflictOf?.description)
+        try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
+        let directory = try displayDirectory(db, folderID: content.folderID)
+        commit.changedEntries.insert(.note(id))
+        return try placeName(db, entry: .note(id), in: directory, source: content.title, commit: &commit)
+    }
+
+    /// Changes a live note's content as a local edit; no-op when nothing differs.
+    /// Keeps the replaced body in the history when the edit truncates or halves it.
+    func editNote(
+        _ db: Connection, _ row: NoteRow, to content: NoteContent, modified: Int64? = nil,
+        commit: inout StoreCommit
+    ) throws {
+        guard content.body.count <= configuration.noteSizeLimitBytes else {
+            throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
+        }
+        let time = modified ?? now
+        guard content != row.content else {
+            if let modified, modified != row.updatedNanoseconds {
+                try db.run("UPDATE notes SET updated_ns = ? WHERE seq = ?", modified, row.seq)
+                commit.changedEntries.insert(.note(row.id))
+            }
+            return
+        }
+        try keepHistoryIfShrinking(db, row, newSize: content.body.count)
+        try db.run(
+            """
+            UPDATE notes SET title = ?, body = ?, folder_id = ?, updated_ns = ?, local_rev = local_rev + 1
+            WHERE seq = ?
+            """, content.title, content.body, content.folderID?.description, time, row.seq)
+        try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
+        commit.changedEntries.insert(.note(row.id))
+        if row.serverVersion != nil { commit.touchedSyncedNote = true }
+        if content.title != row.title || content.folderID != row.folderID {
+            let directory = try displayDirectory(db, folderID: content.folderID)
+            try placeName(db, entry: .note(row.id), in: directory, source: content.title, commit: &commit)
+        }
+    }
+
+    /// Deletes a note locally: a tombstone when any change of it was frozen,
+    /// otherwise the row simply goes (the server never heard of it).
+    func deleteNote(_ db: Connection, _ row: NoteRow, commit: inout StoreCommit) throws {
+        let id = row.id.description
+        try removeName(db, entry: .note(row.id), commit: &commit)
+        commit.changedEntries.insert(.note(row.id))
+        if try everFrozen(db, kind: .note, id: id, serverVersion: row.serverVersion) {
+            try db.run(
+                "UPDATE notes SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?", now, row.seq)
+            try enqueue(db, kind: .note, id: id, op: "delete", commit: &commit)
+        } else {
+            try dropPending(db, kind: .note, id: id)
+            try db.run("DELETE FROM notes WHERE seq = ?", row.seq)
+        }
+    }
+
+    /// Records a tombstoned note's path so creating a file there revives it.
+    func rememberRevivable(_ db: Connection, directory: DirectoryRef, name: String, id: NoteID) throws {
+        try db.run(
+            """
+            INSERT OR REPLACE INTO revivable(parent_key, name, note_id, session)
+            VALUES (?, ?, ?, (SELECT session FROM sync_state WHERE id = 1))
+            """, directory.key, name, id.description)
+    }
+
+    /// The tombstoned note that may be revived at this path, if any.
+    func revivableNote(_ db: Connection, directory: DirectoryRef, name: String) throws -> NoteRow? {
+        let found = try db.queryOne(
+            "SELECT note_id FROM revivable WHERE parent_key = ? AND name = ?", directory.key, name
+        ) { NoteID($0.string(0)) }
+        guard let id = found ?? nil else { return nil }
+        guard let row = try NoteRow.load(db, id: id), row.deleted else { return nil }
+        return row
+    }
+
+    /// Brings a tombstoned note back at a path, with new content, as an edit.
+    func reviveNote(
+        _ db: Connection, _ row: NoteRow, content: NoteContent, modified: Int64? = nil, commit: inout StoreCommit
+    ) throws {
+        try db.run(
+            """
+            UPDATE notes SET deleted = 0, title = ?, body = ?, folder_id = ?, updated_ns = ?,
+                local_rev = local_rev + 1 WHERE seq = ?
+            """, content.title, content.body, content.folderID?.description, modified ?? now, row.seq)
+        try db.run("DELETE FROM revivable WHERE note_id = ?", row.id.description)
+        // A revived note gets a fresh inode; the old one may still be cached as deleted.
+        try db.run("DELETE FROM inodes WHERE entry_kind = 'note' AND entry_id = ?", row.id.description)
+        try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
+        commit.changedEntries.insert(.note(row.id))
+        let directory = try displayDirectory(db, folderID: content.folderID)
+        try placeName(db, entry: .note(row.id), in: directory, source: content.title, commit: &commit)
+    }
+
+    func keepHistoryIfShrinking(_ db: Connection, _ row: NoteRow, newSize: Int) throws {
+        let oldSize = row.body.count
+        guard oldSize > 0, newSize == 0 || newSize * 2 < oldSize else { return }
+        let reason = newSize == 0 ? "truncated" : "shrunk"
+        try addHistory(db, noteID: row.id, title: row.title, body: row.body, reason: reason)
+    }
+
+    /// Inserts a local-only entry and names it.
+    @discardableResult
+    func insertLocal(
+        _ db: Connection, kind: EntryKind, in directory: DirectoryRef, name: String, data: Data = Data(),
+        mode: UInt32, modified: Int64? = nil, origin: String? = nil, commit: inout StoreCommit
+    ) throws -> Int64 {
+        let time = now
+        try db.run(
+            "INSERT INTO local_entries(type, data, mode, created_ns, updated_ns, origin) VALUES (?, ?, ?, ?, ?, ?)",
+            kind.rawValue, data, Int64(mode), time, modified ?? time, origin)
+        let seq = db.lastInsertRowID
+        commit.changedEntries.insert(.local(seq))
+        try placeName(db, entry: .local(seq), in: directory, source: name, commit: &commit)
+        return seq
+    }
+
+    /// Deletes a local-only entry (and, for a directory, everything in it).
+    func deleteLocal(_ db: Connection, seq: Int64, commit: inout StoreCommit) throws {
+        let children = try db.query(
+            "SELECT CAST(entry_id AS INTEGER) FROM names WHERE parent_key = ? AND entry_kind = 'local'",
+            DirectoryRef.local(seq).key
+        ) { $0.int64(0) }
+        for child in children { try deleteLocal(db, seq: child, commit: &commit) }
+        try removeName(db, entry: .local(seq), commit: &commit)
+        try db.run("DELETE FROM local_entries WHERE seq = ?", seq)
+        commit.changedEntries.insert(.local(seq))
+    }
+
+    /// Moves inode `from`'s number to entry `to` (rename-over: the kernel keeps
+    /// the source's inode at the target path). Returns the number `to` had.
+    @discardableResult
+    func repointInode(_ db: Connection, from: EntryRef, to: EntryRef) throws -> UInt64? {
+        let replaced = try db.queryOne(
+            "SELECT ino FROM inodes WHERE entry_kind = ? AND entry_id = ?", to.kindCode, to.idText
+        ) { UInt64($0.int64(0)) }
+        try db.run("DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ?", to.kindCode, to.idText)
+        try db.run(
+            "UPDATE inodes SET entry_kind = ?, entry_id = ? WHERE entry_kind = ? AND entry_id = ?",
+            to.kindCode, to.idText, from.kindCode, from.idText)
+        return replaced
+    }
+
+    /// The folder a directory stands for when notes are placed in it (nil = root).
+    func folderID(of directory: DirectoryRef) -> FolderID? {
+        if case .folder(let id) = directory { return id }
+        return nil
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+// Reading the tree: lookups, attributes, listings and byte ranges.
+extension NotesStore {
+    /// One query shape for every entry read: the name row joined with its entity.
+    static let entrySelect = """
+        SELECT n.seq, n.parent_key, n.name, n.entry_kind, n.entry_id,
+               COALESCE(no.updated_ns, f.updated_ns, l.updated_ns, 0),
+               COALESCE(length(no.body), length(l.data), 0),
+               COALESCE(no.mode, f.mode, l.mode, 420),
+               l.type
+        FROM names n
+        LEFT JOIN notes no ON n.entry_kind = 'note' AND no.id = n.entry_id
+        LEFT JOIN folders f ON n.entry_kind = 'folder' AND f.id = n.entry_id
+        LEFT JOIN local_entries l ON n.entry_kind = 'local' AND l.seq = CAST(n.entry_id AS INTEGER)
+        """
+
+    static func entry(from row: Row) -> Entry? {
+        guard let parent = DirectoryRef(key: row.string(1)),
+            let ref = EntryRef(kindCode: row.string(3), idText: row.string(4))
+        else { return nil }
+        let kind: EntryKind
+        switch ref {
+        case .root, .folder: kind = .directory
+        case .note: kind = .file
+        case .local: kind = EntryKind(rawValue: row.int(8)) ?? .file
+        }
+        let modified = row.int64(5)
+        return Entry(
+            ref: ref, name: row.string(2), parent: parent, kind: kind,
+            size: kind == .directory ? 0 : row.int64(6), modifiedNanoseconds: modified,
+            changedNanoseconds: modified, mode: UInt32(truncatingIfNeeded: row.int64(7)) & 0o7777,
+            cookie: row.int64(0))
+    }
+
+    var rootEntry: Entry {
+        Entry(
+            ref: .root, name: "", parent: nil, kind: .directory, size: 0, modifiedNanoseconds: openedNanoseconds,
+            changedNanoseconds: openedNanoseconds, mode: 0o755, cookie: 0)
+    }
+
+    /// The entry named `name` in `directory`, or nil.
+    public func lookup(in directory: DirectoryRef, name: String) throws(StoreError) -> Entry? {
+        try read { db in try self.lookup(db, in: directory, name: name) }
+    }
+
+    func lookup(_ db: Connection, in directory: DirectoryRef, name: String) throws -> Entry? {
+        try db.queryOne(
+            Self.entrySelect + " WHERE n.parent_key = ? AND n.name = ?", directory.key, name
+        ) { Self.entry(from: $0) } ?? nil
+    }
+
+    /// The live entry for `ref`, or nil when it no longer exists.
+    public func entry(for ref: EntryRef) throws(StoreError) -> Entry? {
+        if ref == .root { return rootEntry }
+        return try read { db in try self.entry(db, for: ref) }
+    }
+
+    func entry(_ db: Connection, for ref: EntryRef) throws -> Entry? {
+        if ref == .root { return rootEntry }
+        return try db.queryOne(
+            Self.entrySelect + " WHERE n.entry_kind = ? AND n.entry_id = ?", ref.kindCode, ref.idText
+        ) { Self.entry(from: $0) } ?? nil
+    }
+
+    /// Entries of `directory` with cookies greater than `afterCookie`, in cookie order.
+    public func list(
+        directory: DirectoryRef, afterCookie: Int64 = 0, limit: Int = 1_000
+    ) throws(StoreError) -> [Entry] {
+        try read { db in
+            try db.query(
+                Self.entrySelect + " WHERE n.parent_key = ? AND n.seq > ? ORDER BY n.seq LIMIT ?",
+                directory.key, afterCookie, limit
+            ) { Self.entry(from: $0) }.compactMap { $0 }
+        }
+    }
+
+    /// True when `directory` exists here (the root, a live folder, a local directory).
+    func directoryExists(_ db: Connection, _ directory: DirectoryRef) throws -> Bool {
+        switch directory {
+        case .root: return true
+        case .folder(let id):
+            return try db.queryOne("SELECT 1 FROM folders WHERE id = ? AND deleted = 0", id.description) { _ in
+                true
+            } ?? false
+        case .local(let seq):
+            return try db.queryOne("SELECT type FROM local_entries WHERE seq = ?", seq) { $0.int(0) }
+                == EntryKind.directory.rawValue
+        }
+    }
+
+    /// Up to `count` bytes of a note or local file from `offset`.
+    public func read(_ ref: EntryRef, offset: Int64, count: Int) throws(StoreError) -> Data {
+        guard offset >= 0, count >= 0 else { throw .invalidName("negative offset or count") }
+        return try read { db in
+            let data: Data?
+            switch ref {
+            case .note(let id):
+                data = try db.queryOne(
+                    "SELECT substr(body, ?, ?) FROM notes WHERE id = ? AND deleted = 0",
+                    offset + 1, count, id.description
+                ) { $0.data(0) }
+            case .local(let seq):
+                data = try db.queryOne(
+                    "SELECT substr(data, ?, ?) FROM local_entries WHERE seq = ? AND type = ?",
+                    offset + 1, count, seq, EntryKind.file.rawValue
+                ) { $0.data(0) }
+            case .root, .folder:
+                throw StoreError.isADirectory(ref.description)
+            }
+            guard let data else { throw StoreError.notFound(ref.description) }
+            return data
+        }
+    }
+
+    /// A note's or local file's whole content.
+    public func contents(of ref: EntryRef) throws(StoreError) -> Data {
+        try read(ref, offset: 0, count: Int(Int32.max))
+    }
+
+    /// The target of a local-only symbolic link.
+    public func readLink(_ ref: EntryRef) throws(StoreError) -> String {
+        guard case .local(let seq) = ref else { throw .notPermitted("only local-only entries can be links") }
+        return try read { db in
+            guard let row = try LocalRow.load(db, seq: seq), row.kind == .symlink else {
+                throw StoreError.notPermitted("not a symbolic link")
+            }
+            return String(decoding: row.data, as: UTF8.self)
+        }
+    }
+
+    /// The note's id, state and server version for `user.notesfs.*` attributes.
+    public func syncInfo(for ref: EntryRef) throws(StoreError) -> (id: String, state: SyncState, version: Int64?) {
+        try read { db in
+            switch ref {
+            case .note(let id):
+                guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(ref.description) }
+                return (id.description, try self.state(db, kind: "note", id: id.description, dirty: row.isDirty,
+                    conflictCopy: row.conflictOf != nil), row.serverVersion)
+            case .folder(let id):
+                guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(ref.description) }
+                return (id.description, try self.state(db, kind: "folder", id: id.description, dirty: row.isDirty,
+                    conflictCopy: false), row.serverVersion)
+            case .local(let seq):
+                let origin = try LocalRow.load(db, seq: seq)?.origin
+                return ("", origin == LocalOrigin.refused ? .refused : .local, nil)
+            case .root:
+                return ("", .synced, nil)
+            }
+        }
+    }
+
+    private func state(_ db: Connection, kind: String, id: String, dirty: Bool, conflictCopy: Bool) throws
+        -> SyncState
+    {
+        let queued = try db.queryOne(
+            "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? LIMIT 1", kind, id) { _ in true } ?? false
+        if dirty || queued { return .pending }
+        return conflictCopy ? .conflictCopy : .synced
+    }
+}
+
+/// Why a local-only entry exists, when it is not an ordinary scratch file.
+enum LocalOrigin {
+    /// The text of a change the server refused.
+    static let refused = "refused"
+}

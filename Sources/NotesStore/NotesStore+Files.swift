@@ -1,0 +1,332 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+// File-system operations, each one transaction. The mount maps every request
+// to one of these; import and the simulation use them too.
+extension NotesStore {
+    func requireDirectory(_ db: Connection, _ directory: DirectoryRef) throws {
+        guard try directoryExists(db, directory) else { throw StoreError.notFound("directory \(directory)") }
+    }
+
+    func validateNewName(_ directory: DirectoryRef, _ name: String) throws {
+        guard NameCodec.isValidFileName(name) else { throw StoreError.invalidName("'\(name.prefix(64))'") }
+        if directory == .root && name == Self.controlDirectoryName {
+            throw StoreError.alreadyExists(name)
+        }
+    }
+
+    /// True when a file with this name in this directory stays on this machine.
+    func isLocalOnly(_ directory: DirectoryRef, _ name: String) -> Bool {
+        directory.isLocalOnly || LocalOnlyNames.isLocalOnly(name)
+    }
+
+    /// Creates an empty file. Local-only names become local entries; a path
+    /// whose note was deleted during this session revives that note.
+    public func createFile(
+        in directory: DirectoryRef, name: String, mode: UInt32 = 0o644, exclusive: Bool = true
+    ) throws(StoreError) -> Entry {
+        try write(origin: .local) { db, commit in
+            try requireDirectory(db, directory)
+            try validateNewName(directory, name)
+            if let existing = try lookup(db, in: directory, name: name) {
+                guard !exclusive else { throw StoreError.alreadyExists(name) }
+                guard existing.kind != .directory else { throw StoreError.isADirectory(name) }
+                return existing
+            }
+            let ref: EntryRef
+            if isLocalOnly(directory, name) {
+                ref = .local(try insertLocal(db, kind: .file, in: directory, name: name, mode: mode, commit: &commit))
+            } else {
+                let content = NoteContent(title: NameCodec.title(forName: name), body: Data(),
+                                          folderID: folderID(of: directory))
+                if let dead = try revivableNote(db, directory: directory, name: name) {
+                    try reviveNote(db, dead, content: content, commit: &commit)
+                    ref = .note(dead.id)
+                } else {
+                    let id = NoteID(newUUID())
+                    try insertNote(db, id: id, content: content, mode: mode, commit: &commit)
+                    ref = .note(id)
+                }
+            }
+            guard let entry = try entry(db, for: ref) else { throw StoreError.notFound(name) }
+            return entry
+        }
+    }
+
+    /// Creates a note with content in one step (import, tests, the simulation).
+    @discardableResult
+    public func createNote(
+        in directory: DirectoryRef, title: String, body: Data, modifiedNanoseconds: Int64? = nil
+    ) throws(StoreError) -> NoteID {
+        try write(origin: .local) { db, commit in
+            try requireDirectory(db, directory)
+            guard !directory.isLocalOnly else { throw StoreError.notPermitted("notes cannot live in local-only directories") }
+            guard body.count <= configuration.noteSizeLimitBytes else {
+                throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
+            }
+            let id = NoteID(newUUID())
+            try insertNote(
+                db, id: id, content: NoteContent(title: title, body: body, folderID: folderID(of: directory)),
+                modified: modifiedNanoseconds, commit: &commit)
+            return id
+        }
+    }
+
+    /// Writes `bytes` at `offset` (past the end zero-fills the gap). Returns the new size.
+    @discardableResult
+    public func write(_ ref: EntryRef, offset: Int64, bytes: Data) throws(StoreError) -> Int64 {
+        guard offset >= 0 else { throw .invalidName("negative offset") }
+        let end = offset + Int64(bytes.count)
+        if case .note = ref, end > Int64(configuration.noteSizeLimitBytes) {
+            throw .tooLarge(limit: configuration.noteSizeLimitBytes)
+        }
+        return try write(origin: .local) { db, commit in
+            switch ref {
+            case .note(let id):
+                guard let row = try NoteRow.load(db, id: id), !row.deleted else {
+                    throw StoreError.notFound(ref.description)
+                }
+                var content = row.content
+                content.body = Self.splice(row.body, bytes, at: Int(offset))
+                try editNote(db, row, to: content, commit: &commit)
+                return Int64(content.body.count)
+            case .local(let seq):
+                guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
+                    throw StoreError.notFound(ref.description)
+                }
+                let data = Self.splice(row.data, bytes, at: Int(offset))
+                try db.run("UPDATE local_entries SET data = ?, updated_ns = ? WHERE seq = ?", data, now, seq)
+                commit.changedEntries.insert(ref)
+                return Int64(data.count)
+            case .root, .folder:
+                throw StoreError.isADirectory(ref.description)
+            }
+        }
+    }
+
+    static func splice(_ body: Data, _ bytes: Data, at offset: Int) -> Data {
+        var result = body
+        if offset > result.count { result.append(Data(count: offset - result.count)) }
+        let end = offset + bytes.count
+        if end > result.count { result.append(Data(count: end - result.count)) }
+        result.replaceSubrange(result.startIndex + offset..<result.startIndex + end, with: bytes)
+        return result
+    }
+
+    /// Sets a file's size, cutting or zero-extending. Cut text goes to the history.
+    public func truncate(_ ref: EntryRef, to size: Int64) throws(StoreError) {
+        guard size >= 0 else { throw .invalidName("negative size") }
+        if case .note = ref, size > Int64(configuration.noteSizeLimitBytes) {
+            throw .tooLarge(limit: configuration.noteSizeLimitBytes)
+        }
+        try write(origin: .local) { db, commit in
+            switch ref {
+            case .note(let id):
+                guard let row = try NoteRow.load(db, id: id), !row.deleted else {
+                    throw StoreError.notFound(ref.description)
+                }
+                var content = row.content
+                content.body = Self.resized(row.body, to: Int(size))
+                try editNote(db, row, to: content, commit: &commit)
+            case .local(let seq):
+                guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
+                    throw StoreError.notFound(ref.description)
+                }
+                try db.run(
+                    "UPDATE local_entries SET data = ?, updated_ns = ? WHERE seq = ?",
+                    Self.resized(row.data, to: Int(size)), now, seq)
+                commit.changedEntries.insert(ref)
+            case .root, .folder:
+                throw StoreError.isADirectory(ref.description)
+            }
+        }
+    }
+
+    static func resized(_ data: Data, to size: Int) -> Data {
+        if size <= data.count { return Data(data.prefix(size)) }
+        return data + Data(count: size - data.count)
+    }
+
+    /// Replaces a note's whole body as one edit (import, restore, the simulation).
+    public func replaceBody(of id: NoteID, with body: Data) throws(StoreError) {
+        try write(origin: .local) { db, commit in
+            guard let row = try NoteRow.load(db, id: id), !row.deleted else { throw StoreError.notFound("note \(id)") }
+            var content = row.content
+            content.body = body
+            try editNote(db, row, to: content, commit: &commit)
+        }
+    }
+
+    /// Sets the modification time (kept as the note's local `updated_at`, never synced).
+    public func setModified(_ ref: EntryRef, nanoseconds: Int64) throws(StoreError) {
+        try write(origin: .local, checkSpace: false) { db, commit in
+            switch ref {
+            case .note(let id): try db.run("UPDATE notes SET updated_ns = ? WHERE id = ?", nanoseconds, id.description)
+            case .folder(let id):
+                try db.run("UPDATE folders SET updated_ns = ? WHERE id = ?", nanoseconds, id.description)
+            case .local(let seq): try db.run("UPDATE local_entries SET updated_ns = ? WHERE seq = ?", nanoseconds, seq)
+            case .root: return
+            }
+            commit.changedEntries.insert(ref)
+        }
+    }
+
+    /// Sets permission bits (kept locally; never synced).
+    public func setMode(_ ref: EntryRef, mode: UInt32) throws(StoreError) {
+        let bits = Int64(mode & 0o7777)
+        try write(origin: .local, checkSpace: false) { db, commit in
+            switch ref {
+            case .note(let id): try db.run("UPDATE notes SET mode = ? WHERE id = ?", bits, id.description)
+            case .folder(let id): try db.run("UPDATE folders SET mode = ? WHERE id = ?", bits, id.description)
+            case .local(let seq): try db.run("UPDATE local_entries SET mode = ? WHERE seq = ?", bits, seq)
+            case .root: return
+            }
+            commit.changedEntries.insert(ref)
+        }
+    }
+
+    /// Creates a directory: a synced folder, or a local-only one for local-only names.
+    public func makeDirectory(in directory: DirectoryRef, name: String, mode: UInt32 = 0o755) throws(StoreError) -> Entry {
+        try write(origin: .local) { db, commit in
+            try requireDirectory(db, directory)
+            try validateNewName(directory, name)
+            if try lookup(db, in: directory, name: name) != nil { throw StoreError.alreadyExists(name) }
+            let ref: EntryRef
+            if isLocalOnly(directory, name) {
+                ref = .local(try insertLocal(db, kind: .directory, in: directory, name: name, mode: mode, commit: &commit))
+            } else {
+                ref = .folder(try makeFolder(db, in: directory, name: name, mode: mode, commit: &commit))
+            }
+            guard let entry = try entry(db, for: ref) else { throw StoreError.notFound(name) }
+            return entry
+        }
+    }
+
+    /// Creates (or revives) a synced folder. Its id is derived from the parent
+    /// and name, so the same folder made offline on two machines is one folder.
+    func makeFolder(
+        _ db: Connection, in directory: DirectoryRef, name: String, mode: UInt32, commit: inout StoreCommit
+    ) throws -> FolderID {
+        let parent = folderID(of: directory)
+        var id = FolderTree.derivedFolderID(parent: parent, name: name)
+        if let existing = try FolderRow.load(db, id: id) {
+            if existing.deleted {
+                try db.run(
+                    """
+                    UPDATE folders SET deleted = 0, name = ?, parent_id = ?, updated_ns = ?, mode = ?,
+                        local_rev = local_rev + 1 WHERE seq = ?
+                    """, name, parent?.description, now, Int64(mode), existing.seq)
+                try enqueue(db, kind: .folder, id: id.description, op: "put", commit: &commit)
+                commit.changedEntries.insert(.folder(id))
+                try placeName(db, entry: .folder(id), in: directory, source: name, commit: &commit)
+                try replaceChildren(of: id, db, commit: &commit)
+                return id
+            }
+            id = FolderID(newUUID())
+        }
+        let time = now
+        try db.run(
+            "INSERT INTO folders(id, parent_id, name, created_ns, updated_ns, mode) VALUES (?, ?, ?, ?, ?, ?)",
+            id.description, parent?.description, name, time, time, Int64(mode))
+        try enqueue(db, kind: .folder, id: id.description, op: "put", commit: &commit)
+        commit.changedEntries.insert(.folder(id))
+        try placeName(db, entry: .folder(id), in: directory, source: name, commit: &commit)
+        return id
+    }
+
+    /// Creates a folder path like `a/b/c` under the root, reusing existing folders (import).
+    public func makeFolders(path components: [String]) throws(StoreError) -> DirectoryRef {
+        var directory = DirectoryRef.root
+        for component in components {
+            if let existing = try lookup(in: directory, name: component) {
+                guard existing.kind == .directory, let next = existing.ref.directory else {
+                    throw .notADirectory(component)
+                }
+                directory = next
+            } else {
+                guard let next = try makeDirectory(in: directory, name: component).ref.directory else {
+                    throw .notADirectory(component)
+                }
+                directory = next
+            }
+        }
+        return directory
+    }
+
+    /// Creates a symbolic link; allowed only for local-only names (emacs lock files).
+    public func makeSymlink(in directory: DirectoryRef, name: String, target: String) throws(StoreError) -> Entry {
+        try write(origin: .local) { db, commit in
+            try requireDirectory(db, directory)
+            try validateNewName(directory, name)
+            guard isLocalOnly(directory, name) else {
+                throw StoreError.notPermitted("symbolic links are allowed for local-only names only")
+            }
+            if try lookup(db, in: directory, name: name) != nil { throw StoreError.alreadyExists(name) }
+            let seq = try insertLocal(
+                db, kind: .symlink, in: directory, name: name, data: Data(target.utf8), mode: 0o777, commit: &commit)
+            guard let entry = try entry(db, for: .local(seq)) else { throw StoreError.notFound(name) }
+            return entry
+        }
+    }
+
+    /// Removes a file: a note becomes a tombstone (or vanishes if never sent).
+    public func removeFile(in directory: DirectoryRef, name: String) throws(StoreError) {
+        try write(origin: .local, checkSpace: false) { db, commit in
+            guard let found = try NameRow.find(db, in: directory, name: name) else { throw StoreError.notFound(name) }
+            switch found.entry {
+            case .note(let id):
+                guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(name) }
+                try deleteNote(db, row, commit: &commit)
+                try rememberRevivable(db, directory: directory, name: name, id: id)
+            case .local(let seq):
+                guard let row = try LocalRow.load(db, seq: seq) else { throw StoreError.notFound(name) }
+                guard row.kind != .directory else { throw StoreError.isADirectory(name) }
+                try deleteLocal(db, seq: seq, commit: &commit)
+            case .folder, .root:
+                throw StoreError.isADirectory(name)
+            }
+        }
+    }
+
+    /// Removes an empty directory; a folder becomes a tombstone.
+    public func removeDirectory(in directory: DirectoryRef, name: String) throws(StoreError) {
+        try write(origin: .local, checkSpace: false) { db, commit in
+            guard let found = try NameRow.find(db, in: directory, name: name) else { throw StoreError.notFound(name) }
+            guard let inner = found.entry.directory, found.entry != .root else { throw StoreError.notADirectory(name) }
+            if case .local(let seq) = found.entry {
+                guard try LocalRow.load(db, seq: seq)?.kind == .directory else { throw StoreError.notADirectory(name) }
+            }
+            let hasChildren = try db.queryOne("SELECT 1 FROM names WHERE parent_key = ? LIMIT 1", inner.key) { _ in
+                true
+            } ?? false
+            guard !hasChildren else { throw StoreError.notEmpty(name) }
+            switch found.entry {
+            case .folder(let id):
+                guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(name) }
+                try deleteFolder(db, row, commit: &commit)
+            case .local(let seq):
+                try deleteLocal(db, seq: seq, commit: &commit)
+            case .note, .root:
+                throw StoreError.notADirectory(name)
+            }
+        }
+    }
+
+    func deleteFolder(_ db: Connection, _ row: FolderRow, commit: inout StoreCommit) throws {
+        let id = row.id.description
+        try removeName(db, entry: .folder(row.id), commit: &commit)
+        commit.changedEntries.insert(.folder(row.id))
+        if try everFrozen(db, kind: .folder, id: id, serverVersion: row.serverVersion) {
+            try db.run(
+                "UPDATE folders SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?",
+                now, row.seq)
+            try enqueue(db, kind: .folder, id: id, op: "delete", commit: &commit)
+        } else {
+            try dropPending(db, kind: .folder, id: id)
+            try db.run("DELETE FROM folders WHERE seq = ?", row.seq)
+        }
+        // Notes that still name this folder (deleted elsewhere, or hidden) show in the root.
+        try replaceChildren(of: row.id, db, commit: &commit)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+// The `names` table is the directory: one row per name shown. Names are sticky:
+// an entry keeps its name until its own title or folder changes, and a
+// newcomer whose name is taken gets the lowest free " (n)" suffix.
+extension NotesStore {
+    /// The directory a note or folder is shown in: its folder when that folder
+    /// is live here, else the root.
+    func displayDirectory(_ db: Connection, folderID: FolderID?) throws -> DirectoryRef {
+        guard let folderID else { return .root }
+        let live =
+            try db.queryOne("SELECT 1 FROM folders WHERE id = ? AND deleted = 0", folderID.description) { _ in true }
+            ?? false
+        return FolderTree.displayedFolder(of: folderID) { _ in live }.map(DirectoryRef.folder) ?? .root
+    }
+
+    /// Gives `entry` a name in `directory` derived from `source` (a title or
+    /// folder name), keeping its current name when neither changed.
+    @discardableResult
+    func placeName(
+        _ db: Connection, entry: EntryRef, in directory: DirectoryRef, source: String,
+        commit: inout StoreCommit
+    ) throws -> String {
+        if let existing = try NameRow.find(db, entry: entry) {
+            if existing.directory == directory && existing.source == source { return existing.name }
+            try removeName(db, entry: entry, commit: &commit)
+        }
+        let base: String
+        if case .local = entry {
+            base = source
+        } else {
+            base = NameCodec.displayName(forTitle: source, inRoot: directory == .root)
+        }
+        let name = DisplayNames.lowestFree(base) { candidate in
+            (try? NameRow.find(db, in: directory, name: candidate)) != nil
+                || (directory == .root && candidate == NotesStore.controlDirectoryName)
+        }
+        try db.run(
+            "INSERT INTO names(parent_key, name, entry_kind, entry_id, source) VALUES (?, ?, ?, ?, ?)",
+            directory.key, name, entry.kindCode, entry.idText, source)
+        commit.addedNames.append(DirectoryName(directory: directory, name: name, entry: entry))
+        return name
+    }
+
+    /// Takes `entry`'s name away (deleted, or about to be placed elsewhere).
+    func removeName(_ db: Connection, entry: EntryRef, commit: inout StoreCommit) throws {
+        guard let existing = try NameRow.find(db, entry: entry) else { return }
+        try db.run("DELETE FROM names WHERE seq = ?", existing.seq)
+        commit.removedNames.append(DirectoryName(directory: existing.directory, name: existing.name, entry: entry))
+    }
+
+    /// Re-places every live note and folder whose folder is `folderID`, after
+    /// that folder appeared or disappeared here.
+    func replaceChildren(of folderID: FolderID, _ db: Connection, commit: inout StoreCommit) throws {
+        let directory = try displayDirectory(db, folderID: folderID)
+        let notes = try db.query(
+            "SELECT id, title FROM notes WHERE folder_id = ? AND deleted = 0", folderID.description
+        ) { row in (NoteID(row.string(0)), row.string(1)) }
+        for case (let id?, let title) in notes {
+            try placeName(db, entry: .note(id), in: directory, source: title, commit: &commit)
+        }
+        let folders = try db.query(
+            "SELECT id, name FROM folders WHERE parent_id = ? AND deleted = 0", folderID.description
+        ) { row in (FolderID(row.string(0)), row.string(1)) }
+        for case (let id?, let name) in folders {
+            try placeName(db, entry: .folder(id), in: directory, source: name, commit: &commit)
+        }
+    }
+
+    /// The name of the hidden control directory in the mount root.
+    public static let controlDirectoryName = ".notesfs"
+}

@@ -1,0 +1,187 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+/// The sync bookkeeping row: where this store syncs to and how it went.
+public struct SyncStateSnapshot: Sendable, Equatable {
+    public var serverURL: String?
+    public var accountID: String?
+    public var deviceID: String
+    public var deviceName: String
+    public var cursor: String?
+    public var lastSuccessNanoseconds: Int64?
+    public var lastAttemptNanoseconds: Int64?
+    public var lastFailed: Bool
+    public var lastError: String?
+    public var liveNotesAtCleanSync: Int?
+    public var allowMassDelete: Bool
+}
+
+// Applying pulled changes and keeping the sync state row.
+extension NotesStore {
+    /// Applies one pulled page and its cursor in one transaction. A dirty local
+    /// row is skipped (the next push meets the conflict and merges); our own
+    /// echoes (version ≤ ours) are skipped.
+    @discardableResult
+    public func applyPulled(_ entities: [RemoteEntity], cursor: String?) throws(StoreError) -> PullReport {
+        try write(origin: .remote, checkSpace: false) { db, commit in
+            var report = PullReport()
+            for entity in entities {
+                switch try applyOne(db, entity, commit: &commit) {
+                case .applied: report.applied += 1
+                case .dirty: report.skippedDirty += 1
+                case .echo: report.skippedEcho += 1
+                }
+            }
+            if let cursor { try db.run("UPDATE sync_state SET cursor = ? WHERE id = 1", cursor) }
+            return report
+        }
+    }
+
+    enum PullResult { case applied, dirty, echo }
+
+    func hasOutbox(_ db: Connection, kind: EntityKind, id: String) throws -> Bool {
+        try db.queryOne(
+            "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? LIMIT 1", kind.rawValue, id) { _ in true }
+            ?? false
+    }
+
+    func applyOne(_ db: Connection, _ entity: RemoteEntity, commit: inout StoreCommit) throws -> PullResult {
+        switch entity.kind {
+        case .note:
+            guard let id = NoteID(entity.entityID) else { return .echo }
+            let content = entity.deleted ? nil : entity.note
+            guard let row = try NoteRow.load(db, id: id) else {
+                guard let content else { return .echo }
+                let time = now
+                try db.run(
+                    """
+                    INSERT INTO notes(id, folder_id, title, body, created_ns, updated_ns, server_version,
+                        base_exists, base_title, base_body, base_folder_id, local_rev, synced_rev)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, 1, 1)
+                    """, id.description, content.folderID?.description, content.title, content.body, time, time,
+                    entity.version, content.title, content.body, content.folderID?.description)
+                commit.changedEntries.insert(.note(id))
+                let directory = try displayDirectory(db, folderID: content.folderID)
+                try placeName(db, entry: .note(id), in: directory, source: content.title, commit: &commit)
+                return .applied
+            }
+            if try row.isDirty || hasOutbox(db, kind: .note, id: entity.entityID) { return .dirty }
+            if let version = row.serverVersion, entity.version <= version { return .echo }
+            try writeNote(db, row, to: content, server: entity, commit: &commit)
+            return .applied
+        case .folder:
+            guard let id = FolderID(entity.entityID) else { return .echo }
+            let content = entity.deleted ? nil : entity.folder
+            guard let row = try FolderRow.load(db, id: id) else {
+                guard let content else { return .echo }
+                let time = now
+                try db.run(
+                    """
+                    INSERT INTO folders(id, parent_id, name, created_ns, updated_ns, server_version, base_exists,
+                        base_name, base_parent_id, local_rev, synced_rev)
+                    VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, 1, 1)
+                    """, id.description, content.parentID?.description, content.name, time, time, entity.version,
+                    content.name, content.parentID?.description)
+                commit.changedEntries.insert(.folder(id))
+                let directory = try displayDirectory(db, folderID: content.parentID)
+                try placeName(db, entry: .folder(id), in: directory, source: content.name, commit: &commit)
+                try replaceChildren(of: id, db, commit: &commit)
+                return .applied
+            }
+            if try row.isDirty || hasOutbox(db, kind: .folder, id: entity.entityID) { return .dirty }
+            if let version = row.serverVersion, entity.version <= version { return .echo }
+            try writeFolder(db, row, to: content, server: entity, commit: &commit)
+            return .applied
+        }
+    }
+
+    /// The sync bookkeeping row.
+    public func syncState() throws(StoreError) -> SyncStateSnapshot {
+        try read { db in
+            guard
+                let state = try db.queryOne(
+                    """
+                    SELECT server_url, account_id, device_id, device_name, cursor, last_success_ns,
+                        last_attempt_ns, last_failed, last_error, live_notes_at_clean_sync, allow_mass_delete
+                    FROM sync_state WHERE id = 1
+                    """,
+                    map: { row in
+                        SyncStateSnapshot(
+                            serverURL: row.optionalString(0), accountID: row.optionalString(1),
+                            deviceID: row.string(2), deviceName: row.string(3), cursor: row.optionalString(4),
+                            lastSuccessNanoseconds: row.optionalInt64(5), lastAttemptNanoseconds: row.optionalInt64(6),
+                            lastFailed: row.bool(7), lastError: row.optionalString(8),
+                            liveNotesAtCleanSync: row.optionalInt64(9).map(Int.init), allowMassDelete: row.bool(10))
+                    })
+            else { throw StoreError.notFound("sync state") }
+            return state
+        }
+    }
+
+    /// Binds this store to a server and account. Binding to another account
+    /// than the one it synced with is refused: its notes would mix.
+    public func bindServer(url: String, accountID: String) throws(StoreError) {
+        try write(origin: .local, checkSpace: false) { db, _ in
+            let current = try db.queryOne("SELECT account_id FROM sync_state WHERE id = 1") { $0.optionalString(0) }
+            if let existing = current ?? nil, existing != accountID {
+                throw StoreError.syncMismatch(
+                    "this notes database syncs with account \(existing), not \(accountID); "
+                        + "use another --profile for the other account")
+            }
+            try db.run("UPDATE sync_state SET server_url = ?, account_id = ? WHERE id = 1", url, accountID)
+        }
+    }
+
+    /// Records the end of a sync run. A clean run also remembers how many notes
+    /// were live, the mass-delete guard's yardstick.
+    public func recordSyncRun(succeeded: Bool, error: String?) throws(StoreError) {
+        try write(origin: .local, checkSpace: false) { db, _ in
+            let time = now
+            if succeeded {
+                try db.run(
+                    """
+                    UPDATE sync_state SET last_success_ns = ?, last_attempt_ns = ?, last_failed = 0, last_error = NULL,
+                        live_notes_at_clean_sync = (SELECT count(*) FROM notes WHERE deleted = 0 AND server_version IS NOT NULL)
+                    WHERE id = 1
+                    """, time, time)
+            } else {
+                try db.run(
+                    "UPDATE sync_state SET last_attempt_ns = ?, last_failed = 1, last_error = ? WHERE id = 1", time,
+                    error)
+            }
+        }
+    }
+
+    /// Lets held tombstones go out on the next push (`notesfs sync --allow-mass-delete`).
+    public func allowMassDelete(_ allowed: Bool) throws(StoreError) {
+        try write(origin: .local, checkSpace: false) { db, commit in
+            try db.run("UPDATE sync_state SET allow_mass_delete = ? WHERE id = 1", allowed)
+            commit.outboxChanged = allowed
+        }
+    }
+
+    /// Pending note tombstones beyond half the notes live at the last clean sync
+    /// (and more than a handful) are held until the user confirms.
+    func massDeleteHeld(_ db: Connection) throws -> Bool {
+        guard
+            let (live, allowed) = try db.queryOne(
+                "SELECT live_notes_at_clean_sync, allow_mass_delete FROM sync_state WHERE id = 1",
+                map: { ($0.optionalInt64(0), $0.bool(1)) })
+        else { return false }
+        if allowed { return false }
+        let tombstones =
+            try db.queryOne(
+                "SELECT count(*) FROM outbox WHERE entity_kind = 'note' AND op = 'delete' AND state = 'pending'"
+            ) { $0.int64(0) } ?? 0
+        return Self.exceedsMassDeleteBound(tombstones: tombstones, live: live ?? 0)
+    }
+
+    /// The mass-delete bound: more than a handful, and more than half of `live`.
+    public static func exceedsMassDeleteBound(tombstones: Int64, live: Int64) -> Bool {
+        tombstones > massDeleteHandful && tombstones * 2 > live
+    }
+
+    /// Below this many tombstones the guard never holds anything.
+    public static let massDeleteHandful: Int64 = 5
+}

@@ -1,0 +1,237 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+/// What a rename did, for the mount's inode bookkeeping.
+public struct RenameOutcome: Sendable, Equatable {
+    /// The entry now at the target path.
+    public var entry: Entry
+    /// The entry that was at the target path and was replaced, if any.
+    public var replaced: EntryRef?
+    /// The inode number the replaced entry had; handles open on it keep their old bytes.
+    public var replacedInode: UInt64?
+}
+
+// rename(2) with DESIGN.md's rules: a note keeps its identity through every
+// way editors save, and renames across the synced / local-only line.
+extension NotesStore {
+    /// Renames or moves `name` in `from` to `newName` in `to`.
+    /// With `noReplace`, an existing target is an error (`RENAME_NOREPLACE`).
+    public func rename(
+        from: DirectoryRef, name: String, to: DirectoryRef, newName: String, noReplace: Bool = false
+    ) throws(StoreError) -> RenameOutcome {
+        try write(origin: .local) { db, commit in
+            guard let source = try NameRow.find(db, in: from, name: name) else { throw StoreError.notFound(name) }
+            try requireDirectory(db, to)
+            try validateNewName(to, newName)
+            let target = try NameRow.find(db, in: to, name: newName)
+            if let target, target.entry == source.entry {
+                guard let entry = try entry(db, for: source.entry) else { throw StoreError.notFound(name) }
+                return RenameOutcome(entry: entry)
+            }
+            if target != nil && noReplace { throw StoreError.alreadyExists(newName) }
+            let targetLocal = isLocalOnly(to, newName)
+            var outcome: (EntryRef, EntryRef?, UInt64?)
+            switch source.entry {
+            case .note(let id):
+                guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(name) }
+                outcome = try renameNote(db, row, from: from, name: name, to: to, newName: newName,
+                                         target: target, targetLocal: targetLocal, commit: &commit)
+            case .folder(let id):
+                guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(name) }
+                guard !targetLocal else { throw StoreError.crossesLocalOnlyLine(name) }
+                outcome = try renameFolder(db, row, to: to, newName: newName, target: target, commit: &commit)
+            case .local(let seq):
+                guard let row = try LocalRow.load(db, seq: seq) else { throw StoreError.notFound(name) }
+                outcome = try renameLocal(db, row, to: to, newName: newName, target: target,
+                                          targetLocal: targetLocal, commit: &commit)
+            case .root:
+                throw StoreError.notPermitted("the root cannot be renamed")
+            }
+            guard let entry = try entry(db, for: outcome.0) else { throw StoreError.notFound(newName) }
+            return RenameOutcome(entry: entry, replaced: outcome.1, replacedInode: outcome.2)
+        }
+    }
+
+    /// Clears the target path for a file replacing it: a note target is handled
+    /// by the caller (it keeps its id); a local file goes; a directory refuses.
+    private func clearFileTarget(_ db: Connection, _ target: NameRow, commit: inout StoreCommit) throws
+        -> UInt64?
+    {
+        switch target.entry {
+        case .local(let seq):
+            guard let row = try LocalRow.load(db, seq: seq) else { return nil }
+            guard row.kind != .directory else { throw StoreError.isADirectory(target.name) }
+            let inode = try inodeNumber(db, for: target.entry)
+            try deleteLocal(db, seq: seq, commit: &commit)
+            return inode
+        case .note(let id):
+            guard let row = try NoteRow.load(db, id: id) else { return nil }
+            let inode = try inodeNumber(db, for: target.entry)
+            try deleteNote(db, row, commit: &commit)
+            return inode
+        case .folder, .root:
+            throw StoreError.isADirectory(target.name)
+        }
+    }
+
+    private func renameNote(
+        _ db: Connection, _ row: NoteRow, from: DirectoryRef, name: String, to: DirectoryRef, newName: String,
+        target: NameRow?, targetLocal: Bool, commit: inout StoreCommit
+    ) throws -> (EntryRef, EntryRef?, UInt64?) {
+        if targetLocal {
+            // Crossing into local-only names: the note is tombstoned (revivable
+            // at its old path this session) and its bytes become a local file.
+            var replacedInode: UInt64?
+            if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
+            try deleteNote(db, row, commit: &commit)
+            try rememberRevivable(db, directory: from, name: name, id: row.id)
+            let seq = try insertLocal(
+                db, kind: .file, in: to, name: newName, data: row.body, mode: row.mode,
+                modified: row.updatedNanoseconds, commit: &commit)
+            try repointInode(db, from: .note(row.id), to: .local(seq))
+            return (.local(seq), target?.entry, replacedInode)
+        }
+        if let target, case .note(let targetID) = target.entry,
+            let targetRow = try NoteRow.load(db, id: targetID), !targetRow.deleted
+        {
+            // Rename-over: the target keeps its id and takes the source's bytes
+            // and mtime as one edit; the source goes away.
+            try deleteNote(db, row, commit: &commit)
+            var content = targetRow.content
+            content.body = row.body
+            try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
+            let replacedInode = try repointInode(db, from: .note(row.id), to: .note(targetID))
+            return (.note(targetID), .note(targetID), replacedInode)
+        }
+        var replacedInode: UInt64?
+        if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
+        var content = row.content
+        content.title = NameCodec.title(forName: newName)
+        content.folderID = folderID(of: to)
+        let directory = try displayDirectory(db, folderID: content.folderID)
+        if content == row.content {
+            // Only the shown name differs (a suffixed twin renamed to its own title).
+            try placeName(db, entry: .note(row.id), in: directory, source: content.title, commit: &commit)
+        } else {
+            try editNote(db, row, to: content, modified: row.updatedNanoseconds, commit: &commit)
+        }
+        try forceName(db, entry: .note(row.id), in: to, name: newName, commit: &commit)
+        return (.note(row.id), target?.entry, replacedInode)
+    }
+
+    /// Makes sure the entry is shown under exactly `name` in `directory` (a
+    /// name typed in the mount is never suffixed; the caller cleared it).
+    private func forceName(
+        _ db: Connection, entry: EntryRef, in directory: DirectoryRef, name: String, commit: inout StoreCommit
+    ) throws {
+        guard let current = try NameRow.find(db, entry: entry),
+            current.directory != directory || current.name != name
+        else { return }
+        try removeName(db, entry: entry, commit: &commit)
+        try db.run(
+            "INSERT INTO names(parent_key, name, entry_kind, entry_id, source) VALUES (?, ?, ?, ?, ?)",
+            directory.key, name, entry.kindCode, entry.idText, current.source)
+        commit.addedNames.append(DirectoryName(directory: directory, name: name, entry: entry))
+    }
+
+    private func renameFolder(
+        _ db: Connection, _ row: FolderRow, to: DirectoryRef, newName: String, target: NameRow?,
+        commit: inout StoreCommit
+    ) throws -> (EntryRef, EntryRef?, UInt64?) {
+        guard case .folder(let source) = EntryRef.folder(row.id) else { throw StoreError.notFound(newName) }
+        let newParent = folderID(of: to)
+        let cycle = FolderTree.wouldCreateCycle(moving: source, to: newParent) { id in
+            guard let parent = try? FolderRow.load(db, id: id) else { return nil }
+            return .some(parent.parentID)
+        }
+        if cycle { throw StoreError.wouldCreateCycle(row.name) }
+        var replacedInode: UInt64?
+        if let target {
+            // POSIX lets a directory replace an empty directory.
+            guard let inner = target.entry.directory else { throw StoreError.notADirectory(newName) }
+            let hasChildren = try db.queryOne("SELECT 1 FROM names WHERE parent_key = ? LIMIT 1", inner.key) { _ in
+                true
+            } ?? false
+            guard !hasChildren else { throw StoreError.notEmpty(newName) }
+            replacedInode = try inodeNumber(db, for: target.entry)
+            switch target.entry {
+            case .folder(let id):
+                if let targetRow = try FolderRow.load(db, id: id) { try deleteFolder(db, targetRow, commit: &commit) }
+            case .local(let seq):
+                try deleteLocal(db, seq: seq, commit: &commit)
+            case .note, .root:
+                throw StoreError.notADirectory(newName)
+            }
+        }
+        try db.run(
+            "UPDATE folders SET name = ?, parent_id = ?, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?",
+            newName, newParent?.description, now, row.seq)
+        try enqueue(db, kind: .folder, id: row.id.description, op: "put", commit: &commit)
+        commit.changedEntries.insert(.folder(row.id))
+        try placeName(db, entry: .folder(row.id), in: to, source: newName, commit: &commit)
+        try forceName(db, entry: .folder(row.id), in: to, name: newName, commit: &commit)
+        return (.folder(row.id), target?.entry, replacedInode)
+    }
+
+    private func renameLocal(
+        _ db: Connection, _ row: LocalRow, to: DirectoryRef, newName: String, target: NameRow?,
+        targetLocal: Bool, commit: inout StoreCommit
+    ) throws -> (EntryRef, EntryRef?, UInt64?) {
+        let source = EntryRef.local(row.seq)
+        if targetLocal {
+            var replacedInode: UInt64?
+            if let target {
+                if row.kind == .directory {
+                    guard let inner = target.entry.directory else { throw StoreError.notADirectory(newName) }
+                    let hasChildren = try db.queryOne(
+                        "SELECT 1 FROM names WHERE parent_key = ? LIMIT 1", inner.key) { _ in true } ?? false
+                    guard !hasChildren else { throw StoreError.notEmpty(newName) }
+                    replacedInode = try inodeNumber(db, for: target.entry)
+                    if case .local(let seq) = target.entry { try deleteLocal(db, seq: seq, commit: &commit) }
+                } else {
+                    replacedInode = try clearFileTarget(db, target, commit: &commit)
+                }
+            }
+            try removeName(db, entry: source, commit: &commit)
+            try placeName(db, entry: source, in: to, source: newName, commit: &commit)
+            try db.run("UPDATE local_entries SET updated_ns = updated_ns WHERE seq = ?", row.seq)
+            commit.changedEntries.insert(source)
+            return (source, target?.entry, replacedInode)
+        }
+        // Into synced names: a directory would drag local-only content across.
+        guard row.kind == .file else {
+            if row.kind == .directory { throw StoreError.crossesLocalOnlyLine(newName) }
+            throw StoreError.notPermitted("symbolic links are allowed for local-only names only")
+        }
+        if let target, case .note(let targetID) = target.entry,
+            let targetRow = try NoteRow.load(db, id: targetID), !targetRow.deleted
+        {
+            var content = targetRow.content
+            content.body = row.data
+            try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
+            try deleteLocal(db, seq: row.seq, commit: &commit)
+            let replacedInode = try repointInode(db, from: source, to: .note(targetID))
+            return (.note(targetID), .note(targetID), replacedInode)
+        }
+        var replacedInode: UInt64?
+        if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
+        guard row.data.count <= configuration.noteSizeLimitBytes else {
+            throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
+        }
+        let content = NoteContent(title: NameCodec.title(forName: newName), body: row.data, folderID: folderID(of: to))
+        let noteID: NoteID
+        if let dead = try revivableNote(db, directory: to, name: newName) {
+            try reviveNote(db, dead, content: content, modified: row.updatedNanoseconds, commit: &commit)
+            noteID = dead.id
+        } else {
+            noteID = NoteID(newUUID())
+            try insertNote(db, id: noteID, content: content, modified: row.updatedNanoseconds, mode: row.mode,
+                           commit: &commit)
+        }
+        try forceName(db, entry: .note(noteID), in: to, name: newName, commit: &commit)
+        try deleteLocal(db, seq: row.seq, commit: &commit)
+        try repointInode(db, from: source, to: .note(noteID))
+        return (.note(noteID), target?.entry, replacedInode)
+    }
+}

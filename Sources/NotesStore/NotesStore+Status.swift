@@ -1,0 +1,85 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+/// What `notesfs status` and `.notesfs/status` show.
+public struct StoreStatus: Sendable, Equatable {
+    public struct Refusal: Sendable, Equatable {
+        public var title: String
+        public var reason: String
+        /// The local-only file holding the refused text, if it still exists.
+        public var keptAt: String?
+        public var atNanoseconds: Int64
+    }
+
+    public var noteCount: Int
+    public var folderCount: Int
+    public var pendingCount: Int
+    public var oldestPendingNanoseconds: Int64?
+    /// Paths of notes and folders not yet synced (first 1,000).
+    public var unsyncedPaths: [String]
+    /// Paths of conflict copies.
+    public var conflictCopies: [String]
+    public var refusals: [Refusal]
+    public var sync: SyncStateSnapshot
+    /// Tombstones held by the mass-delete guard (0 when none).
+    public var heldTombstones: Int
+}
+
+extension NotesStore {
+    /// A snapshot of counts, pending work and the last sync outcome.
+    public func status() throws(StoreError) -> StoreStatus {
+        let sync = try syncState()
+        return try read { db in
+            let notes = try db.queryOne("SELECT count(*) FROM notes WHERE deleted = 0") { $0.int(0) } ?? 0
+            let folders = try db.queryOne("SELECT count(*) FROM folders WHERE deleted = 0") { $0.int(0) } ?? 0
+            let (pending, oldest) =
+                try db.queryOne("SELECT count(*), min(created_ns) FROM outbox", map: { ($0.int(0), $0.optionalInt64(1)) })
+                ?? (0, nil)
+            let unsyncedRefs = try db.query(
+                "SELECT entity_kind, entity_id FROM outbox GROUP BY entity_kind, entity_id ORDER BY min(seq) LIMIT 1000"
+            ) { row -> EntryRef? in
+                switch row.string(0) {
+                case "note": NoteID(row.string(1)).map(EntryRef.note)
+                case "folder": FolderID(row.string(1)).map(EntryRef.folder)
+                default: nil
+                }
+            }
+            var unsynced: [String] = []
+            for case let ref? in unsyncedRefs {
+                if let path = try path(db, of: ref) {
+                    unsynced.append(path)
+                } else if case .note(let id) = ref, let row = try NoteRow.load(db, id: id) {
+                    unsynced.append("(deleted) \(row.title)")
+                } else if case .folder(let id) = ref, let row = try FolderRow.load(db, id: id) {
+                    unsynced.append("(deleted folder) \(row.name)")
+                }
+            }
+            let copies = try db.query("SELECT id FROM notes WHERE conflict_of IS NOT NULL AND deleted = 0 ORDER BY seq") {
+                NoteID($0.string(0))
+            }
+            var copyPaths: [String] = []
+            for case let id? in copies {
+                if let path = try path(db, of: .note(id)) { copyPaths.append(path) }
+            }
+            let refusalRows = try db.query(
+                "SELECT title, reason, copy_seq, at_ns FROM refusals ORDER BY seq DESC LIMIT 100"
+            ) { ($0.string(0), $0.string(1), $0.optionalInt64(2), $0.int64(3)) }
+            var refusals: [StoreStatus.Refusal] = []
+            for (title, reason, copySeq, at) in refusalRows {
+                let keptAt = try copySeq.flatMap { try path(db, of: .local($0)) }
+                refusals.append(StoreStatus.Refusal(title: title, reason: reason, keptAt: keptAt, atNanoseconds: at))
+            }
+            var held = 0
+            if try massDeleteHeld(db) {
+                held = try db.queryOne(
+                    "SELECT count(*) FROM outbox WHERE entity_kind = 'note' AND op = 'delete' AND state = 'pending'"
+                ) { $0.int(0) } ?? 0
+            }
+            return StoreStatus(
+                noteCount: notes, folderCount: folders, pendingCount: pending, oldestPendingNanoseconds: oldest,
+                unsyncedPaths: unsynced, conflictCopies: copyPaths, refusals: refusals, sync: sync,
+                heldTombstones: held)
+        }
+    }
+}

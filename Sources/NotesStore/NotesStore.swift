@@ -1,0 +1,145 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+import Synchronization
+
+/// The client database: the source of truth for one mount profile. Every
+/// public operation is one SQLite transaction that writes the visible rows and
+/// their outbox row together, or nothing.
+///
+/// `@unchecked Sendable`: the connection is only used through `DatabaseQueue`
+/// (one serial queue), and the observer list is behind a `Mutex`.
+public final class NotesStore: @unchecked Sendable {
+    let queue: DatabaseQueue
+    let configuration: StoreConfiguration
+    private let observers = Mutex<[Int: @Sendable (StoreCommit) -> Void]>([:])
+    private let nextObserverID = Atomic<Int>(0)
+    private let directoryPath: String
+    /// When this store was opened; the root directory's times.
+    let openedNanoseconds: Int64
+
+    /// The database file's path.
+    public var path: String { queue.path }
+
+    /// Opens (creating when missing) the database at `path` and migrates it forward.
+    public init(path: String, configuration: StoreConfiguration = StoreConfiguration()) throws(StoreError) {
+        self.configuration = configuration
+        self.directoryPath = (path as NSString).deletingLastPathComponent
+        self.openedNanoseconds = configuration.clock.nowNanoseconds()
+        queue = try StoreError.wrap {
+            try DatabaseQueue(path: path, label: "notesfs.store") { db in
+                try Schema.migrate(db)
+                try NotesStore.ensureSyncState(db, configuration: configuration)
+            }
+        }
+    }
+
+    private static func ensureSyncState(_ db: Connection, configuration: StoreConfiguration) throws {
+        let exists = try db.queryOne("SELECT 1 FROM sync_state WHERE id = 1") { _ in true } ?? false
+        guard !exists else { return }
+        try db.run(
+            "INSERT INTO sync_state(id, device_id, device_name) VALUES (1, ?, ?)",
+            DeviceID(configuration.newUUID()).description, configuration.defaultDeviceName)
+    }
+
+    // MARK: Observers
+
+    /// Calls `observer` after every commit that changed something, on the
+    /// committing thread, outside the database lock. Keep it short: queue work.
+    @discardableResult
+    public func addObserver(_ observer: @escaping @Sendable (StoreCommit) -> Void) -> Int {
+        let id = nextObserverID.add(1, ordering: .relaxed).newValue
+        observers.withLock { $0[id] = observer }
+        return id
+    }
+
+    public func removeObserver(_ id: Int) {
+        _ = observers.withLock { $0.removeValue(forKey: id) }
+    }
+
+    private func notify(_ commit: StoreCommit) {
+        guard !commit.isEmpty else { return }
+        let current = observers.withLock { Array($0.values) }
+        for observer in current { observer(commit) }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one write transaction, then tells observers what it changed.
+    func write<T>(
+        origin: StoreCommit.Origin, checkSpace: Bool = true,
+        _ body: (Connection, inout StoreCommit) throws -> T
+    ) throws(StoreError) -> T {
+        if checkSpace { try ensureFreeSpace() }
+        var commit = StoreCommit(origin: origin)
+        let result = try StoreError.wrap {
+            try queue.write { db in try body(db, &commit) }
+        }
+        notify(commit)
+        return result
+    }
+
+    /// Runs `body` in a read transaction (one snapshot).
+    func read<T>(_ body: (Connection) throws -> T) throws(StoreError) -> T {
+        try StoreError.wrap { try queue.read(body) }
+    }
+
+    private func ensureFreeSpace() throws(StoreError) {
+        guard configuration.diskReserveBytes > 0 else { return }
+        var info = statvfs()
+        guard statvfs(directoryPath, &info) == 0 else { return }
+        let free = Int64(info.f_bavail) * Int64(info.f_frsize)
+        if free < configuration.diskReserveBytes { throw .diskFull }
+    }
+
+    var now: Int64 { configuration.clock.nowNanoseconds() }
+
+    func newUUID() -> UUID { configuration.newUUID() }
+
+    // MARK: Durability and sessions
+
+    /// Makes everything committed so far survive power loss: one commit with
+    /// `synchronous=FULL`, which syncs the WAL (used by `fsync()`).
+    public func durableSync() throws(StoreError) {
+        try StoreError.wrap {
+            try queue.sync { db in
+                try db.execute("PRAGMA synchronous=FULL")
+                defer { try? db.execute("PRAGMA synchronous=NORMAL") }
+                try db.transaction {
+                    try db.run("UPDATE sync_state SET durable_syncs = durable_syncs + 1 WHERE id = 1")
+                }
+            }
+        }
+    }
+
+    /// Starts a mount session: paths tombstoned in earlier sessions can no longer be revived.
+    @discardableResult
+    public func beginSession() throws(StoreError) -> Int64 {
+        try write(origin: .local, checkSpace: false) { db, _ in
+            try db.run("UPDATE sync_state SET session = session + 1 WHERE id = 1")
+            try db.run("DELETE FROM revivable")
+            return try db.queryOne("SELECT session FROM sync_state WHERE id = 1") { $0.int64(0) } ?? 0
+        }
+    }
+
+    /// Runs SQLite's integrity check; `["ok"]` means healthy.
+    public func integrityCheck() throws(StoreError) -> [String] {
+        try StoreError.wrap { try queue.sync { db in try db.integrityCheck() } }
+    }
+
+    /// This machine's device id and name.
+    public func device() throws(StoreError) -> (id: DeviceID, name: String) {
+        try read { db in
+            try db.queryOne("SELECT device_id, device_name FROM sync_state WHERE id = 1") { row in
+                (DeviceID(row.string(0)) ?? DeviceID(), row.string(1))
+            } ?? (DeviceID(), configuration.defaultDeviceName)
+        }
+    }
+
+    /// Sets the name this machine shows in conflict copies.
+    public func setDeviceName(_ name: String) throws(StoreError) {
+        try write(origin: .local, checkSpace: false) { db, _ in
+            try db.run("UPDATE sync_state SET device_name = ? WHERE id = 1", name)
+        }
+    }
+}

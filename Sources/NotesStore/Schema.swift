@@ -1,0 +1,204 @@
+import SQLiteKit
+
+/// The client database's schema, versioned with `PRAGMA user_version` and
+/// migrated forward on open. A newer unknown version is refused, never "fixed".
+enum Schema {
+    /// The version this build writes.
+    static let currentVersion = 1
+
+    /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
+    static let migrations: [String] = [version1]
+
+    static func migrate(_ db: Connection) throws {
+        let found = try db.userVersion
+        guard found <= currentVersion else {
+            throw StoreError.newerSchema(found: found, supported: currentVersion)
+        }
+        guard found < currentVersion else { return }
+        try db.transaction {
+            for version in (found + 1)...currentVersion {
+                try db.execute(migrations[version - 1])
+            }
+            try db.setUserVersion(currentVersion)
+        }
+    }
+
+    private static let version1 = """
+        CREATE TABLE sync_state(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            server_url TEXT,
+            account_id TEXT,
+            device_id TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            cursor TEXT,
+            last_success_ns INTEGER,
+            last_attempt_ns INTEGER,
+            last_failed INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            live_notes_at_clean_sync INTEGER,
+            allow_mass_delete INTEGER NOT NULL DEFAULT 0,
+            session INTEGER NOT NULL DEFAULT 0,
+            durable_syncs INTEGER NOT NULL DEFAULT 0
+        );
+
+        -- Folders and notes carry their synced base (what the server last
+        -- confirmed) for three-way merges; dirty = local_rev <> synced_rev.
+        CREATE TABLE folders(
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            parent_id TEXT,
+            name TEXT NOT NULL,
+            created_ns INTEGER NOT NULL,
+            updated_ns INTEGER NOT NULL,
+            mode INTEGER NOT NULL DEFAULT 493,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            server_version INTEGER,
+            base_exists INTEGER NOT NULL DEFAULT 0,
+            base_name TEXT,
+            base_parent_id TEXT,
+            local_rev INTEGER NOT NULL DEFAULT 1,
+            synced_rev INTEGER NOT NULL DEFAULT 0
+        );
+
+        CREATE TABLE notes(
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            folder_id TEXT,
+            title TEXT NOT NULL,
+            body BLOB NOT NULL,
+            created_ns INTEGER NOT NULL,
+            updated_ns INTEGER NOT NULL,
+            mode INTEGER NOT NULL DEFAULT 420,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            server_version INTEGER,
+            base_exists INTEGER NOT NULL DEFAULT 0,
+            base_title TEXT,
+            base_body BLOB,
+            base_folder_id TEXT,
+            local_rev INTEGER NOT NULL DEFAULT 1,
+            synced_rev INTEGER NOT NULL DEFAULT 0,
+            conflict_of TEXT
+        );
+        CREATE INDEX notes_folder ON notes(folder_id) WHERE deleted = 0;
+
+        -- Entries kept on this machine only: editor scratch files, hidden
+        -- directories such as .git, and the text of refused changes.
+        CREATE TABLE local_entries(
+            seq INTEGER PRIMARY KEY,
+            type INTEGER NOT NULL,
+            data BLOB NOT NULL DEFAULT x'',
+            mode INTEGER NOT NULL,
+            created_ns INTEGER NOT NULL,
+            updated_ns INTEGER NOT NULL,
+            origin TEXT
+        );
+
+        -- Every name shown in a directory. The row id is the readdir cookie;
+        -- a name stays put (sticky) until its own entry's title or folder changes.
+        CREATE TABLE names(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            parent_key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            entry_kind TEXT NOT NULL,
+            entry_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            UNIQUE (parent_key, name),
+            UNIQUE (entry_kind, entry_id)
+        );
+
+        -- Inode numbers come from a counter that is never reused.
+        CREATE TABLE inodes(
+            ino INTEGER PRIMARY KEY AUTOINCREMENT,
+            entry_kind TEXT NOT NULL,
+            entry_id TEXT NOT NULL,
+            generation INTEGER NOT NULL DEFAULT 1
+        );
+        CREATE UNIQUE INDEX inodes_entry ON inodes(entry_kind, entry_id);
+        INSERT INTO inodes(ino, entry_kind, entry_id) VALUES (1, 'root', '');
+
+        -- One row per pending change. A pending row is coalesced and read at
+        -- send time; an in-flight row is frozen: payload and base are copied in
+        -- and resent unchanged, with the same change id, until answered.
+        CREATE TABLE outbox(
+            seq INTEGER PRIMARY KEY,
+            change_id TEXT NOT NULL UNIQUE,
+            entity_kind TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            op TEXT NOT NULL CHECK (op IN ('put', 'delete')),
+            state TEXT NOT NULL CHECK (state IN ('pending', 'in_flight')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            created_ns INTEGER NOT NULL,
+            frozen_rev INTEGER,
+            base_version INTEGER,
+            payload_title TEXT,
+            payload_body BLOB,
+            payload_folder_id TEXT,
+            payload_name TEXT,
+            payload_parent_id TEXT
+        );
+        CREATE UNIQUE INDEX outbox_one_pending ON outbox(entity_kind, entity_id) WHERE state = 'pending';
+        CREATE UNIQUE INDEX outbox_one_in_flight ON outbox(entity_kind, entity_id) WHERE state = 'in_flight';
+
+        -- Bodies replaced by a truncation or a large shrink, kept for restore.
+        CREATE TABLE history(
+            seq INTEGER PRIMARY KEY,
+            note_id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            body BLOB NOT NULL,
+            saved_ns INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        );
+        CREATE INDEX history_note ON history(note_id, seq);
+
+        -- Changes the server refused; their text lives in a local-only copy.
+        CREATE TABLE refusals(
+            seq INTEGER PRIMARY KEY,
+            entity_kind TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            copy_seq INTEGER,
+            at_ns INTEGER NOT NULL
+        );
+
+        -- Paths of notes tombstoned during this mount session: creating a file
+        -- there revives the note instead of making a new one.
+        CREATE TABLE revivable(
+            parent_key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            note_id TEXT NOT NULL,
+            session INTEGER NOT NULL,
+            PRIMARY KEY (parent_key, name)
+        );
+
+        -- Full-text search over live notes. The index is external-content (the
+        -- text lives once, in notes) and brought up to date lazily: triggers take
+        -- a changed note out of the index once and list it in fts_pending, and
+        -- flushSearchIndex() re-adds pending notes, so a note written in many
+        -- small pieces is indexed once, not once per write.
+        CREATE VIRTUAL TABLE notes_fts USING fts5(
+            title, body, content = 'notes', content_rowid = 'seq',
+            tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE fts_pending(seq INTEGER PRIMARY KEY);
+
+        CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+            INSERT OR IGNORE INTO fts_pending(seq) VALUES (new.seq);
+        END;
+        CREATE TRIGGER notes_fts_update AFTER UPDATE OF title, body, deleted ON notes
+        WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.deleted IS NOT new.deleted
+        BEGIN
+            INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                SELECT 'delete', old.seq, old.title, old.body
+                WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+            INSERT OR IGNORE INTO fts_pending(seq) VALUES (new.seq);
+        END;
+        CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+            INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                SELECT 'delete', old.seq, old.title, old.body
+                WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+            DELETE FROM fts_pending WHERE seq = old.seq;
+        END;
+        """
+}

@@ -1,0 +1,48 @@
+import Foundation
+import NotesModel
+
+/// Limits and injected sources of nondeterminism for a `NotesStore`.
+public struct StoreConfiguration: Sendable {
+    /// The largest note body in bytes (the server's limit); writes past it fail.
+    public var noteSizeLimitBytes: Int = 16 << 20
+    /// Writes fail with `diskFull` when the data directory's free space drops below this.
+    public var diskReserveBytes: Int64 = 32 << 20
+    /// How long replaced bodies stay in the local history.
+    public var historyRetentionNanoseconds: Int64 = 7 * 24 * 3_600 * 1_000_000_000
+    /// The local history's size cap; the oldest entries go first.
+    public var historyMaxBytes: Int64 = 256 << 20
+    /// The clock for timestamps and history ages.
+    public var clock: StoreClock = .system
+    /// The source of new ids (notes, changes, devices); the simulation makes it deterministic.
+    public var newUUID: @Sendable () -> UUID = { UUID() }
+    /// The three-way note merge used when the server answers a push with a conflict.
+    public var mergeNote: NoteMerger = NoteMergers.keepBoth
+    /// The device name used in conflict-copy titles when none is stored yet.
+    public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
+
+    public init() {}
+}
+
+/// Merges a note's base, local and remote states (nil = absent or deleted)
+/// into the note's new state and, when the bodies clash, a conflict copy.
+public typealias NoteMerger =
+    @Sendable (_ base: NoteContent?, _ local: NoteContent?, _ remote: NoteContent?) -> (
+        result: NoteContent?, conflictCopy: NoteContent?
+    )
+
+/// Built-in merge functions.
+public enum NoteMergers {
+    /// Never loses text without merging lines: the server's version wins and a
+    /// differing local version becomes a conflict copy; edit beats delete.
+    public static let keepBoth: NoteMerger = { _, local, remote in
+        switch (local, remote) {
+        case (nil, nil): return (nil, nil)
+        case (let local?, nil): return (local, nil)
+        case (nil, let remote?): return (remote, nil)
+        case (let local?, let remote?):
+            if local == remote { return (remote, nil) }
+            if local.body == remote.body { return (remote, nil) }
+            return (remote, local)
+        }
+    }
+}

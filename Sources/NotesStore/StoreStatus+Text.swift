@@ -1,0 +1,85 @@
+import Foundation
+
+// The two renderings of a status snapshot, shared by `notesfs status` and the
+// mount's `.notesfs/status` and `.notesfs/status.json`.
+extension StoreStatus {
+    /// A short human summary; `now` is for ages ("3 min ago").
+    public func humanText(nowNanoseconds now: Int64) -> String {
+        var lines: [String] = []
+        let syncLine: String
+        if sync.serverURL == nil {
+            syncLine = "Sync: off (offline notes folder; no server configured)"
+        } else if pendingCount == 0 && !sync.lastFailed {
+            syncLine = "Sync: up to date with \(sync.serverURL ?? "")"
+        } else if sync.lastFailed {
+            syncLine = "Sync: failing — \(sync.lastError ?? "unknown error")"
+        } else {
+            syncLine = "Sync: \(pendingCount) change\(pendingCount == 1 ? "" : "s") waiting to be sent"
+        }
+        lines.append(syncLine)
+        lines.append("Notes: \(noteCount) in \(folderCount) folder\(folderCount == 1 ? "" : "s")")
+        var pending = "Pending: \(pendingCount)"
+        if let oldest = oldestPendingNanoseconds { pending += " (oldest \(Self.age(now - oldest)) old)" }
+        lines.append(pending)
+        if let success = sync.lastSuccessNanoseconds {
+            lines.append("Last successful sync: \(Self.age(now - success)) ago")
+        } else if sync.serverURL != nil {
+            lines.append("Last successful sync: never")
+        }
+        if heldTombstones > 0 {
+            lines.append(
+                "Held: \(heldTombstones) deletions wait for confirmation (more than half of your notes). "
+                    + "If you meant it, run: notesfs sync --allow-mass-delete")
+        }
+        if !refusals.isEmpty {
+            lines.append("Refused by the server (text kept locally):")
+            for refusal in refusals.prefix(20) {
+                lines.append("  \(refusal.title): \(refusal.reason)" + (refusal.keptAt.map { " — kept at \($0)" } ?? ""))
+            }
+        }
+        if !conflictCopies.isEmpty {
+            lines.append("Conflict copies (\(conflictCopies.count)):")
+            for path in conflictCopies.prefix(20) { lines.append("  \(path)") }
+        }
+        if !unsyncedPaths.isEmpty {
+            lines.append("Not yet synced:")
+            for path in unsyncedPaths.prefix(20) { lines.append("  \(path)") }
+            if unsyncedPaths.count > 20 { lines.append("  … and \(unsyncedPaths.count - 20) more") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The same facts as JSON, for scripts.
+    public func json() -> Data {
+        var object: [String: Any] = [
+            "notes": noteCount,
+            "folders": folderCount,
+            "pending": pendingCount,
+            "unsynced": unsyncedPaths,
+            "conflictCopies": conflictCopies,
+            "heldDeletions": heldTombstones,
+            "syncConfigured": sync.serverURL != nil,
+            "lastSyncFailed": sync.lastFailed,
+            "deviceName": sync.deviceName,
+            "refusals": refusals.map { refusal -> [String: Any] in
+                var item: [String: Any] = ["title": refusal.title, "reason": refusal.reason]
+                if let keptAt = refusal.keptAt { item["keptAt"] = keptAt }
+                return item
+            },
+        ]
+        if let oldest = oldestPendingNanoseconds { object["oldestPendingUnixSeconds"] = Double(oldest) / 1e9 }
+        if let success = sync.lastSuccessNanoseconds { object["lastSuccessUnixSeconds"] = Double(success) / 1e9 }
+        if let error = sync.lastError { object["lastError"] = error }
+        if let server = sync.serverURL { object["server"] = server }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return data + Data("\n".utf8)
+    }
+
+    static func age(_ nanoseconds: Int64) -> String {
+        let seconds = max(0, nanoseconds / 1_000_000_000)
+        if seconds < 60 { return "\(seconds) s" }
+        if seconds < 3_600 { return "\(seconds / 60) min" }
+        if seconds < 86_400 { return "\(seconds / 3_600) h" }
+        return "\(seconds / 86_400) d"
+    }
+}

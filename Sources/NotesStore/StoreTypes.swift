@@ -1,0 +1,182 @@
+import Foundation
+import NotesModel
+
+/// A directory in the tree: the root, a synced folder, or a local-only directory.
+public enum DirectoryRef: Hashable, Sendable, CustomStringConvertible {
+    case root
+    case folder(FolderID)
+    case local(Int64)
+
+    /// The key stored in the `names` table.
+    var key: String {
+        switch self {
+        case .root: "r"
+        case .folder(let id): "f:\(id)"
+        case .local(let seq): "l:\(seq)"
+        }
+    }
+
+    init?(key: String) {
+        if key == "r" {
+            self = .root
+        } else if key.hasPrefix("f:"), let id = FolderID(String(key.dropFirst(2))) {
+            self = .folder(id)
+        } else if key.hasPrefix("l:"), let seq = Int64(key.dropFirst(2)) {
+            self = .local(seq)
+        } else {
+            return nil
+        }
+    }
+
+    /// The same directory as an entry.
+    public var entry: EntryRef {
+        switch self {
+        case .root: .root
+        case .folder(let id): .folder(id)
+        case .local(let seq): .local(seq)
+        }
+    }
+
+    /// True inside local-only territory, where nothing syncs.
+    public var isLocalOnly: Bool {
+        if case .local = self { return true }
+        return false
+    }
+
+    public var description: String { key }
+}
+
+/// Anything the mount can show: the root, a folder, a note, or a local-only entry.
+public enum EntryRef: Hashable, Sendable, CustomStringConvertible {
+    case root
+    case folder(FolderID)
+    case note(NoteID)
+    case local(Int64)
+
+    var kindCode: String {
+        switch self {
+        case .root: "root"
+        case .folder: "folder"
+        case .note: "note"
+        case .local: "local"
+        }
+    }
+
+    var idText: String {
+        switch self {
+        case .root: ""
+        case .folder(let id): id.description
+        case .note(let id): id.description
+        case .local(let seq): String(seq)
+        }
+    }
+
+    init?(kindCode: String, idText: String) {
+        switch kindCode {
+        case "root": self = .root
+        case "folder": guard let id = FolderID(idText) else { return nil }; self = .folder(id)
+        case "note": guard let id = NoteID(idText) else { return nil }; self = .note(id)
+        case "local": guard let seq = Int64(idText) else { return nil }; self = .local(seq)
+        default: return nil
+        }
+    }
+
+    /// This entry as a directory, when it can be one.
+    public var directory: DirectoryRef? {
+        switch self {
+        case .root: .root
+        case .folder(let id): .folder(id)
+        case .local(let seq): .local(seq)
+        case .note: nil
+        }
+    }
+
+    public var description: String { idText.isEmpty ? kindCode : "\(kindCode):\(idText)" }
+}
+
+/// What sort of file system object an entry is.
+public enum EntryKind: Int, Sendable {
+    case directory = 1
+    case file = 2
+    case symlink = 3
+}
+
+/// An entry as the mount shows it.
+public struct Entry: Hashable, Sendable {
+    public var ref: EntryRef
+    /// The name shown in its directory (empty for the root).
+    public var name: String
+    /// The directory it is listed in (nil for the root).
+    public var parent: DirectoryRef?
+    public var kind: EntryKind
+    public var size: Int64
+    /// Modification time, nanoseconds since 1970.
+    public var modifiedNanoseconds: Int64
+    /// Status change time, nanoseconds since 1970.
+    public var changedNanoseconds: Int64
+    /// Permission bits (e.g. 0o644).
+    public var mode: UInt32
+    /// A stable readdir cookie within its directory.
+    public var cookie: Int64
+}
+
+/// Sync bookkeeping of one note or folder, for `user.notesfs.*` and status.
+public enum SyncState: String, Sendable {
+    case synced
+    case pending
+    case refused
+    case conflictCopy = "conflict-copy"
+    case local
+}
+
+/// A clock in nanoseconds since 1970, injected so tests and the simulation control time.
+public struct StoreClock: Sendable {
+    public var nowNanoseconds: @Sendable () -> Int64
+
+    public init(nowNanoseconds: @escaping @Sendable () -> Int64) {
+        self.nowNanoseconds = nowNanoseconds
+    }
+
+    /// The system clock.
+    public static let system = StoreClock {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}
+
+/// What one commit changed, handed to observers after it is durable in the WAL.
+public struct StoreCommit: Sendable {
+    /// Why the commit happened.
+    public enum Origin: Sendable, Equatable {
+        /// A local edit (the mount, import, restore).
+        case local
+        /// Applied from the server (pull, settle).
+        case remote
+    }
+
+    public var origin: Origin
+    /// Entries whose content or attributes changed.
+    public var changedEntries: Set<EntryRef> = []
+    /// Names that disappeared from a directory (renamed, deleted, suffixed).
+    public var removedNames: [DirectoryName] = []
+    /// Names that appeared in a directory.
+    public var addedNames: [DirectoryName] = []
+    /// True when the outbox gained work (wakes the sync engine).
+    public var outboxChanged = false
+    /// True when a note the server already has was changed (pushed at once on close or fsync).
+    public var touchedSyncedNote = false
+
+    public init(origin: Origin) { self.origin = origin }
+
+    public var isEmpty: Bool {
+        changedEntries.isEmpty && removedNames.isEmpty && addedNames.isEmpty && !outboxChanged
+    }
+}
+
+/// A name in a directory, as reported in `StoreCommit`.
+public struct DirectoryName: Hashable, Sendable {
+    public var directory: DirectoryRef
+    public var name: String
+    public var entry: EntryRef
+}

@@ -1,0 +1,76 @@
+import Foundation
+import NotesModel
+
+/// A frozen outbox change, ready to send. Resending it sends exactly this,
+/// with the same change id, until the server answers.
+public struct OutgoingChange: Sendable, Equatable {
+    public var changeID: ChangeID
+    public var kind: EntityKind
+    /// The note or folder id, in lowercase UUID text.
+    public var entityID: String
+    public var isDelete: Bool
+    /// The server version this change was made on; nil = "must not exist yet".
+    public var baseVersion: Int64?
+    /// The note's payload for a note put.
+    public var note: NoteContent?
+    /// The folder's payload for a folder put.
+    public var folder: FolderContent?
+    /// How many times this change was sent before.
+    public var attempts: Int
+
+    /// Bytes of payload, for packing pushes by size.
+    public var payloadBytes: Int {
+        (note.map { $0.body.count + $0.title.utf8.count } ?? 0) + (folder.map { $0.name.utf8.count } ?? 0) + 128
+    }
+}
+
+/// An entity's state on the server, as pulled or returned in a conflict.
+public struct RemoteEntity: Sendable, Equatable {
+    public var kind: EntityKind
+    public var entityID: String
+    public var version: Int64
+    public var deleted: Bool
+    public var note: NoteContent?
+    public var folder: FolderContent?
+
+    public init(
+        kind: EntityKind, entityID: String, version: Int64, deleted: Bool, note: NoteContent? = nil,
+        folder: FolderContent? = nil
+    ) {
+        self.kind = kind
+        self.entityID = entityID
+        self.version = version
+        self.deleted = deleted
+        self.note = note
+        self.folder = folder
+    }
+}
+
+/// The server's answer to one change.
+public enum ChangeOutcome: Sendable, Equatable {
+    case applied(version: Int64)
+    /// The base was stale; `current` is the server's row (nil = unknown to the server).
+    case conflict(current: RemoteEntity?)
+    /// The change can never apply (a folder cycle, a too-large note).
+    case refused(reason: String)
+}
+
+/// What applying one pulled page did.
+public struct PullReport: Sendable, Equatable {
+    public var applied = 0
+    public var skippedDirty = 0
+    public var skippedEcho = 0
+    public init() {}
+}
+
+/// What settling one answered change did.
+public struct SettleReport: Sendable, Equatable {
+    /// A conflict copy was made (its id).
+    public var conflictCopy: NoteID?
+    /// The merge result is queued to be sent on the server's version.
+    public var requeued = false
+    /// The local text of a refused change was kept as this local-only file name.
+    public var keptAs: String?
+
+    public init() {}
+}

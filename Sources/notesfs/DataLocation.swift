@@ -1,0 +1,56 @@
+import Foundation
+import NotesStore
+
+/// Where a profile's data lives: `--data DIR`, else
+/// `$XDG_DATA_HOME/notesfs/<profile>/` (default profile `default`).
+struct DataLocation {
+    let directory: URL
+
+    var databasePath: String { directory.appendingPathComponent("notes.sqlite").path }
+
+    /// The options every command that opens a profile accepts.
+    static let options: Set<String> = ["--data", "--profile"]
+
+    init(_ arguments: ParsedArguments) throws(CommandError) {
+        if arguments.option("--data") != nil && arguments.option("--profile") != nil {
+            throw .usage("give either --data or --profile, not both")
+        }
+        if let data = arguments.option("--data") {
+            directory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
+            return
+        }
+        let profile = arguments.option("--profile") ?? "default"
+        guard !profile.isEmpty, !profile.contains("/"), profile != ".", profile != ".." else {
+            throw .usage("a profile name cannot be empty or contain '/'")
+        }
+        directory = Self.dataHome.appendingPathComponent("notesfs/\(profile)", isDirectory: true)
+    }
+
+    static var dataHome: URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg, isDirectory: true)
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/share", isDirectory: true)
+    }
+
+    /// True when the profile has a database already.
+    var exists: Bool { FileManager.default.fileExists(atPath: databasePath) }
+
+    /// Opens the profile's store, creating the directory when `create` is set.
+    func openStore(create: Bool) throws -> NotesStore {
+        if !exists {
+            guard create else {
+                throw CommandError.failed(
+                    "no notes database at \(directory.path). Mount or import first, or pass --data/--profile.")
+            }
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw CommandError.failed("cannot create \(directory.path): \(error.localizedDescription)")
+            }
+        }
+        return try NotesStore(path: databasePath)
+    }
+}
