@@ -124,8 +124,8 @@ struct ControlDirectory: Sendable {
         switch node {
         case .root, .history: throw FileSystemError.isADirectory
         case .historyItem(let seq): return try store.historyBody(seq)
-        case .status: return Data(StatusReport.text(try store.status()).utf8)
-        case .statusJSON: return try StatusReport.json(try store.status())
+        case .status: return Data(try store.status().humanText(nowNanoseconds: NotesFileSystem.nowNanoseconds()).utf8)
+        case .statusJSON: return try store.status().json()
         case .pending:
             let status = try store.status()
             return Data(status.unsyncedPaths.map { $0 + "\n" }.joined().utf8)
@@ -160,59 +160,5 @@ struct ControlDirectory: Sendable {
             let entry = DirectoryEntry(name: name, attributes: attributes, offset: Int64(index + 1), reply: nil)
             guard add(entry) else { return }
         }
-    }
-}
-
-/// The text and JSON forms of the store's status, for `.notesfs/status*`.
-enum StatusReport {
-    static func text(_ status: StoreStatus) -> String {
-        var lines = [
-            "notes: \(status.noteCount), folders: \(status.folderCount)",
-            "pending changes: \(status.pendingCount)",
-        ]
-        if let server = status.sync.serverURL {
-            lines.append("server: \(server)")
-            if let last = status.sync.lastSuccessNanoseconds {
-                lines.append("last sync: \(Date(timeIntervalSince1970: Double(last) / 1e9))")
-            }
-            if status.sync.lastFailed { lines.append("last sync failed: \(status.sync.lastError ?? "unknown error")") }
-        } else {
-            lines.append("server: none (offline notes folder)")
-        }
-        if status.heldTombstones > 0 {
-            lines.append(
-                "held deletions: \(status.heldTombstones) (run 'notesfs sync --allow-mass-delete' to confirm)")
-        }
-        if !status.unsyncedPaths.isEmpty {
-            lines.append("not yet synced:")
-            lines += status.unsyncedPaths.prefix(50).map { "  " + $0 }
-        }
-        if !status.conflictCopies.isEmpty {
-            lines.append("conflict copies:")
-            lines += status.conflictCopies.map { "  " + $0 }
-        }
-        if !status.refusals.isEmpty {
-            lines.append("refused by the server:")
-            lines += status.refusals.map { "  \($0.title): \($0.reason)" + ($0.keptAt.map { " (kept as \($0))" } ?? "") }
-        }
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    static func json(_ status: StoreStatus) throws -> Data {
-        let object: [String: Any] = [
-            "notes": status.noteCount,
-            "folders": status.folderCount,
-            "pending": status.pendingCount,
-            "unsyncedPaths": status.unsyncedPaths,
-            "conflictCopies": status.conflictCopies,
-            "heldTombstones": status.heldTombstones,
-            "server": status.sync.serverURL as Any? ?? NSNull(),
-            "lastSyncFailed": status.sync.lastFailed,
-            "lastError": status.sync.lastError as Any? ?? NSNull(),
-            "refusals": status.refusals.map { ["title": $0.title, "reason": $0.reason, "keptAt": $0.keptAt ?? ""] },
-        ]
-        var data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-        data.append(0x0A)
-        return data
     }
 }

@@ -87,7 +87,7 @@ enum FuseCallbacks {
         let dispatcher = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue()
         let reply: Reply
         do {
-            reply = try body(dispatcher)
+            reply = try RequestMarker.serving { try body(dispatcher) }
         } catch {
             let code = ErrnoMapping.code(for: error)
             if code == EIO || code == ENOSPC {

@@ -11,6 +11,8 @@ enum CommandLineTool {
         ImportCommand.self,
         ExportCommand.self,
         RestoreCommand.self,
+        MountCommand.self,
+        UnmountCommand.self,
     ]
 
     static func run(_ arguments: [String], console: Console = Console()) -> Int32 {
