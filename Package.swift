@@ -25,6 +25,11 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        .systemLibrary(
+            name: "CFuse",
+            pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev", "fuse3"])]
+        ),
 
         // MARK: Libraries
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
@@ -33,11 +38,12 @@ let package = Package(
         .target(name: "SyncProtocol", dependencies: ["NotesModel"]),
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
+        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
 
         // MARK: The command
         .executableTarget(
             name: "notesfs",
-            dependencies: ["NotesModel", "NotesStore", "SyncProtocol", "SyncServer", "HTTPServer"]
+            dependencies: ["NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer"]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
@@ -72,6 +78,10 @@ let package = Package(
         .testTarget(
             name: "NotesStoreTests",
             dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+        ),
+        .testTarget(
+            name: "NotesFSTests",
+            dependencies: ["NotesFS", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
         ),
     ]
 )

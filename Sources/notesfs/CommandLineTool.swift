@@ -14,6 +14,8 @@ enum CommandLineTool {
         ServeCommand.self,
         AccountCommand.self,
         ServerCommand.self,
+        MountCommand.self,
+        UnmountCommand.self,
     ]
 
     static func run(_ arguments: [String], console: Console = Console()) -> Int32 {

@@ -1,0 +1,50 @@
+import Foundation
+import NotesStore
+import SQLiteKit
+
+/// The one place where errors become errno values for the kernel.
+enum ErrnoMapping {
+    static func code(for error: any Error) -> Int32 {
+        switch error {
+        case let error as FileSystemError:
+            return error.errno
+        case let error as StoreError:
+            return code(for: error)
+        case let error as SQLiteError:
+            if error.isDiskFull { return ENOSPC }
+            if error.isBusy { return EBUSY }
+            return EIO
+        default:
+            return EIO
+        }
+    }
+
+    static func code(for error: StoreError) -> Int32 {
+        switch error {
+        case .notFound: ENOENT
+        case .alreadyExists: EEXIST
+        case .notEmpty: ENOTEMPTY
+        case .notADirectory: ENOTDIR
+        case .isADirectory: EISDIR
+        case .tooLarge: EFBIG
+        case .invalidName: EINVAL
+        case .crossesLocalOnlyLine: EXDEV
+        case .wouldCreateCycle: EINVAL
+        case .notPermitted: EPERM
+        case .diskFull: ENOSPC
+        case .newerSchema: EIO
+        case .syncMismatch: EIO
+        case .database(let error): error.isDiskFull ? ENOSPC : error.isBusy ? EBUSY : EIO
+        }
+    }
+}
+
+/// How long the kernel may cache names and attributes. Changes made behind
+/// the kernel's back (sync) are invalidated explicitly, so these can be long
+/// enough to make a warm `grep -r` fast.
+enum CacheTimeouts {
+    static let entrySeconds = 10.0
+    static let attributeSeconds = 10.0
+    /// Negative lookups (name not found) are cached briefly.
+    static let negativeEntrySeconds = 1.0
+}

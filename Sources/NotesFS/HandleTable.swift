@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+
+/// Open files and directories, by the handle number given to the kernel.
+final class HandleTable: Sendable {
+    /// At most this many handles are open at once; more fail with ENFILE.
+    static let openHandlesMax = 1 << 20
+
+    enum Handle {
+        /// A note or local file. `snapshot` is set once the inode was detached
+        /// (unlinked, or replaced by a rename-over): the handle then reads and
+        /// writes these bytes only, never the store.
+        case file(inode: UInt64, flags: OpenFlags, snapshot: Snapshot?)
+        case directory(inode: UInt64)
+        /// A generated control file (its bytes as of open).
+        case generated(inode: UInt64, content: Data)
+    }
+
+    struct Snapshot {
+        var content: Data
+        var attributes: FileAttributes
+    }
+
+    private struct State {
+        var handles: [UInt64: Handle] = [:]
+        var next: UInt64 = 1
+        var openFiles = 0
+    }
+
+    private let state = Mutex(State())
+
+    func open(_ handle: Handle) throws -> UInt64 {
+        try state.withLock { state in
+            guard state.handles.count < Self.openHandlesMax else { throw FileSystemError(ENFILE) }
+            let number = state.next
+            state.next += 1
+            state.handles[number] = handle
+            if case .file = handle { state.openFiles += 1 }
+            return number
+        }
+    }
+
+    func handle(_ number: UInt64) -> Handle? {
+        state.withLock { $0.handles[number] }
+    }
+
+    func close(_ number: UInt64) {
+        state.withLock { state in
+            if case .file = state.handles.removeValue(forKey: number) { state.openFiles -= 1 }
+        }
+    }
+
+    /// True when any file is open (cheap check before looking for handles to detach).
+    var hasOpenFiles: Bool { state.withLock { $0.openFiles > 0 } }
+
+    /// True when a file handle on `inode` is open and not yet detached.
+    func hasAttachedHandle(on inode: UInt64) -> Bool {
+        state.withLock { state in
+            state.handles.values.contains { handle in
+                if case .file(let open, _, nil) = handle { return open == inode }
+                return false
+            }
+        }
+    }
+
+    /// Gives every open, attached handle on `inode` its own copy of `snapshot`.
+    func detachHandles(on inode: UInt64, snapshot: Snapshot) {
+        state.withLock { state in
+            for (number, handle) in state.handles {
+                if case .file(let open, let flags, nil) = handle, open == inode {
+                    state.handles[number] = .file(inode: open, flags: flags, snapshot: snapshot)
+                }
+            }
+        }
+    }
+
+    /// Changes a detached handle's bytes (writes and truncation through it).
+    func updateSnapshot(_ number: UInt64, _ change: (inout Snapshot) -> Void) -> Snapshot? {
+        state.withLock { state in
+            guard case .file(let inode, let flags, var snapshot?) = state.handles[number] else { return nil }
+            change(&snapshot)
+            state.handles[number] = .file(inode: inode, flags: flags, snapshot: snapshot)
+            return snapshot
+        }
+    }
+}

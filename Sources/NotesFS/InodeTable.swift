@@ -1,0 +1,125 @@
+import Foundation
+import NotesStore
+import Synchronization
+
+/// The inodes the kernel currently knows, with their lookup counts.
+///
+/// Numbers come from the store's never-reused counter (`NotesStore.inode(for:)`);
+/// this table only remembers, in memory, which entry each number the kernel
+/// holds stands for and how many lookups the kernel has not yet forgotten.
+/// An inode whose entry went away (unlinked, or replaced by a rename-over)
+/// stays here *detached* until the kernel forgets it.
+final class InodeTable: Sendable {
+    struct Node {
+        /// The entry, or nil once detached.
+        var ref: EntryRef?
+        var lookups: UInt64
+        /// (size, mtime) when the kernel last opened it: equal means its cached pages are current.
+        var openedVersion: ContentVersion?
+    }
+
+    struct ContentVersion: Equatable {
+        var size: Int64
+        var modifiedNanoseconds: Int64
+    }
+
+    private struct State {
+        var nodes: [UInt64: Node] = [1: Node(ref: .root, lookups: 1)]
+        var inodeOfRef: [EntryRef: UInt64] = [.root: 1]
+    }
+
+    private let state = Mutex(State())
+
+    /// The entry `inode` stands for; nil when unknown or detached.
+    func ref(for inode: UInt64) -> EntryRef? {
+        state.withLock { $0.nodes[inode]?.ref }
+    }
+
+    /// True when the kernel holds `inode` (attached or detached).
+    func isKnown(_ inode: UInt64) -> Bool {
+        state.withLock { $0.nodes[inode] != nil }
+    }
+
+    /// The inode the kernel knows for `ref`, if any.
+    func inode(for ref: EntryRef) -> UInt64? {
+        state.withLock { $0.inodeOfRef[ref] }
+    }
+
+    /// Records that the kernel received `inode` for `ref` once more (lookup,
+    /// create, mkdir, symlink, readdirplus). Rebinds the number when it was
+    /// re-pointed (rename-over) and detaches an older number of `ref`.
+    func lookedUp(_ inode: UInt64, ref: EntryRef) {
+        state.withLock { state in
+            bind(&state, inode, ref)
+            state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
+        }
+    }
+
+    /// Binds `inode` to `ref` without counting a lookup (after a rename, the
+    /// kernel moves its existing inode to the new name).
+    func rebind(_ inode: UInt64, to ref: EntryRef) {
+        state.withLock { state in
+            guard state.nodes[inode] != nil else { return }
+            bind(&state, inode, ref)
+        }
+    }
+
+    private func bind(_ state: inout State, _ inode: UInt64, _ ref: EntryRef) {
+        if let old = state.nodes[inode]?.ref, old != ref, state.inodeOfRef[old] == inode {
+            state.inodeOfRef[old] = nil
+        }
+        if let previous = state.inodeOfRef[ref], previous != inode {
+            state.nodes[previous]?.ref = nil
+        }
+        state.inodeOfRef[ref] = inode
+        state.nodes[inode]?.ref = ref
+    }
+
+    /// The entry of `inode` went away; the kernel may still hold the number.
+    func detach(_ inode: UInt64) {
+        state.withLock { state in
+            if let ref = state.nodes[inode]?.ref, state.inodeOfRef[ref] == inode {
+                state.inodeOfRef[ref] = nil
+            }
+            state.nodes[inode]?.ref = nil
+        }
+    }
+
+    /// The kernel forgot `count` lookups of `inode`. Returns false when the
+    /// kernel forgot more than it was given (a bug somewhere; logged by the caller).
+    @discardableResult
+    func forget(_ inode: UInt64, count: UInt64) -> Bool {
+        guard inode != 1 else { return true }
+        return state.withLock { state in
+            guard var node = state.nodes[inode] else { return false }
+            let consistent = node.lookups >= count
+            node.lookups = consistent ? node.lookups - count : 0
+            if node.lookups == 0 {
+                state.nodes[inode] = nil
+                if let ref = node.ref, state.inodeOfRef[ref] == inode { state.inodeOfRef[ref] = nil }
+            } else {
+                state.nodes[inode] = node
+            }
+            return consistent
+        }
+    }
+
+    /// Records the version the kernel now caches for `inode`; returns true
+    /// when it equals the previous one (so the kernel may keep its pages).
+    func noteOpened(_ inode: UInt64, version: ContentVersion) -> Bool {
+        state.withLock { state in
+            guard state.nodes[inode] != nil else { return false }
+            let same = state.nodes[inode]?.openedVersion == version
+            state.nodes[inode]?.openedVersion = version
+            return same
+        }
+    }
+
+    /// Forgets the cached version (the content changed behind the kernel's back).
+    func clearOpenedVersion(_ inode: UInt64) {
+        state.withLock { $0.nodes[inode]?.openedVersion = nil }
+    }
+
+    /// How many inodes the kernel holds (for status and tests).
+    var count: Int { state.withLock { $0.nodes.count } }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import NotesStore
+
+// Directories: mkdir, rmdir, unlink, rename, listings.
+extension NotesFileSystem {
+    public func makeDirectory(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
+        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
+            throw FileSystemError.exists
+        }
+        let entry = try store.makeDirectory(
+            in: try directory(parent), name: name, mode: mode & 0o7777 & ~context.umask)
+        return try handOut(entry)
+    }
+
+    public func removeFile(parent: UInt64, name: String) throws {
+        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
+            throw FileSystemError.notPermitted
+        }
+        let directory = try directory(parent)
+        guard let entry = try store.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
+        guard entry.kind != .directory else { throw FileSystemError.isADirectory }
+        preserveOpenHandles(of: entry)
+        try store.removeFile(in: directory, name: name)
+        if let inode = inodes.inode(for: entry.ref) { inodes.detach(inode) }
+    }
+
+    public func removeDirectory(parent: UInt64, name: String) throws {
+        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
+            throw FileSystemError.notPermitted
+        }
+        let directory = try directory(parent)
+        guard let entry = try store.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
+        guard entry.kind == .directory else { throw FileSystemError.notADirectory }
+        try store.removeDirectory(in: directory, name: name)
+        if let inode = inodes.inode(for: entry.ref) { inodes.detach(inode) }
+    }
+
+    public func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) throws {
+        if flags.exchange {
+            log.info("refused rename with RENAME_EXCHANGE of '\(name)': notes cannot swap places atomically")
+            throw FileSystemError.invalid
+        }
+        guard flags.rawValue & ~RenameFlags.noReplace == 0 else { throw FileSystemError.invalid }
+        if ControlDirectory.owns(parent) || ControlDirectory.owns(newParent)
+            || control.child(ofInode: parent, name: name) != nil
+            || control.child(ofInode: newParent, name: newName) != nil
+        {
+            throw FileSystemError.notPermitted
+        }
+        let from = try directory(parent)
+        let to = try directory(newParent)
+        if handles.hasOpenFiles, let target = try store.lookup(in: to, name: newName) {
+            preserveOpenHandles(of: target)
+        }
+        let outcome = try store.rename(from: from, name: name, to: to, newName: newName, noReplace: flags.noReplace)
+        if let replaced = outcome.replacedInode { inodes.detach(replaced) }
+        // The kernel keeps the source's inode at the new name: bind that
+        // number to whatever entry now lives there (the same entry for a plain
+        // move; the target note for a rename-over; a new entry across the
+        // local-only line).
+        if inodes.inode(for: outcome.entry.ref) == nil {
+            let inode = try store.inode(for: outcome.entry.ref)
+            inodes.rebind(inode, to: outcome.entry.ref)
+        }
+    }
+
+    public func openDirectory(inode: UInt64) throws -> UInt64 {
+        if ControlDirectory.owns(inode) {
+            return try handles.open(.directory(inode: inode))
+        }
+        guard try resolve(inode).directory != nil else { throw FileSystemError.notADirectory }
+        return try handles.open(.directory(inode: inode))
+    }
+
+    public func releaseDirectory(inode: UInt64, handle: UInt64) {
+        handles.close(handle)
+    }
+
+    public func fsyncDirectory(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
+        try store.durableSync()
+    }
+
+    /// Offsets: 1 is `.`, 2 is `..`, and an entry's offset is its store cookie + 2.
+    static let cookieOffsetBase: Int64 = 2
+
+    public func readDirectory(
+        inode: UInt64, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool
+    ) throws {
+        if ControlDirectory.owns(inode) {
+            try control.list(
+                directoryInode: inode, offset: offset, uid: ownerUID, gid: ownerGID, reply: reply, add: add)
+            return
+        }
+        let ref = try resolve(inode)
+        guard let directory = ref.directory else { throw FileSystemError.notADirectory }
+        let selfAttributes = FileAttributes(
+            inode: inode, kind: .directory, size: 0, permissions: 0o755, linkCount: 2, uid: ownerUID, gid: ownerGID,
+            accessTimeNanoseconds: 0, modificationTimeNanoseconds: 0, changeTimeNanoseconds: 0)
+        if offset < 1 {
+            guard add(DirectoryEntry(name: ".", attributes: selfAttributes, offset: 1, reply: nil)) else { return }
+        }
+        if offset < 2 {
+            // `..`'s inode number is not used by the kernel; the directory's own does.
+            guard add(DirectoryEntry(name: "..", attributes: selfAttributes, offset: 2, reply: nil)) else { return }
+        }
+        var after = max(0, offset - Self.cookieOffsetBase)
+        while true {
+            let batch = try store.list(directory: directory, afterCookie: after, limit: Self.listBatchEntries)
+            if batch.isEmpty { return }
+            let numbers = try store.inodes(for: batch.map(\.ref), known: inodes.inode(for:))
+            for entry in batch {
+                guard let number = numbers[entry.ref] else { continue }
+                let attributes = attributes(entry, inode: number)
+                let entryReply = plus ? reply(attributes) : nil
+                let accepted = add(
+                    DirectoryEntry(
+                        name: entry.name, attributes: attributes, offset: entry.cookie + Self.cookieOffsetBase,
+                        reply: entryReply))
+                guard accepted else { return }
+                if plus { inodes.lookedUp(number, ref: entry.ref) }
+                after = entry.cookie
+            }
+            if batch.count < Self.listBatchEntries { return }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import NotesModel
+import NotesStore
+
+/// The notes tree as a file system: maps each kernel request to one store
+/// call (plus, at most, a cheap read), keeps the inode and handle tables and
+/// serves the hidden `.notesfs` control directory.
+public final class NotesFileSystem: FileSystemOperations {
+    let store: NotesStore
+    let inodes = InodeTable()
+    let handles = HandleTable()
+    let control: ControlDirectory
+    let log: MountLog
+    let invalidations: InvalidationQueue
+    /// The owner shown for every entry (the user running the mount).
+    let ownerUID: UInt32
+    let ownerGID: UInt32
+    /// Where statfs looks for free space (the database's directory).
+    let dataDirectory: String
+
+    /// A listing asks the store for this many entries at a time.
+    static let listBatchEntries = 512
+    /// Reads larger than this are cut (the kernel asks for at most max_read anyway).
+    static let readBytesMax = 16 << 20
+
+    public init(store: NotesStore, invalidations: InvalidationQueue, log: MountLog) {
+        self.store = store
+        self.invalidations = invalidations
+        self.log = log
+        self.control = ControlDirectory(store: store)
+        ownerUID = getuid()
+        ownerGID = getgid()
+        dataDirectory = (store.path as NSString).deletingLastPathComponent
+    }
+
+    public func connected() {
+        invalidations.markConnected()
+    }
+
+    // MARK: Resolving inodes
+
+    /// The entry an inode stands for; ENOENT once it was deleted or replaced.
+    func resolve(_ inode: UInt64) throws -> EntryRef {
+        if let ref = inodes.ref(for: inode) { return ref }
+        if inodes.isKnown(inode) { throw FileSystemError.notFound }
+        // Not handed out in this session (or already forgotten): ask the store.
+        guard let ref = try store.entryRef(forInode: inode) else { throw FileSystemError(ESTALE) }
+        return ref
+    }
+
+    func directory(_ inode: UInt64) throws -> DirectoryRef {
+        guard let directory = try resolve(inode).directory else { throw FileSystemError.notADirectory }
+        return directory
+    }
+
+    /// The inode number for `ref`: the one the kernel holds, else the store's.
+    func inodeNumber(for ref: EntryRef) throws -> UInt64 {
+        if let known = inodes.inode(for: ref) { return known }
+        return try store.inode(for: ref)
+    }
+
+    func attributes(_ entry: Entry, inode: UInt64) -> FileAttributes {
+        let kind: FileKind
+        switch entry.kind {
+        case .directory: kind = .directory
+        case .file: kind = .regular
+        case .symlink: kind = .symlink
+        }
+        return FileAttributes(
+            inode: inode, kind: kind, size: UInt64(max(0, entry.size)), permissions: entry.mode & 0o7777,
+            linkCount: kind == .directory ? 2 : 1, uid: ownerUID, gid: ownerGID,
+            accessTimeNanoseconds: entry.modifiedNanoseconds, modificationTimeNanoseconds: entry.modifiedNanoseconds,
+            changeTimeNanoseconds: entry.changedNanoseconds)
+    }
+
+    func reply(_ attributes: FileAttributes) -> EntryReply {
+        EntryReply(
+            attributes: attributes, generation: 1, entryTimeoutSeconds: CacheTimeouts.entrySeconds,
+            attributeTimeoutSeconds: CacheTimeouts.attributeSeconds)
+    }
+
+    /// Hands `entry` to the kernel: counts the lookup and builds the reply.
+    func handOut(_ entry: Entry) throws -> EntryReply {
+        let inode = try inodeNumber(for: entry.ref)
+        inodes.lookedUp(inode, ref: entry.ref)
+        return reply(attributes(entry, inode: inode))
+    }
+
+    /// A negative entry: the kernel caches "no such name" briefly.
+    func negativeReply() -> EntryReply {
+        EntryReply(
+            attributes: FileAttributes(
+                inode: 0, kind: .regular, size: 0, permissions: 0, uid: 0, gid: 0, accessTimeNanoseconds: 0,
+                modificationTimeNanoseconds: 0, changeTimeNanoseconds: 0),
+            generation: 0, entryTimeoutSeconds: CacheTimeouts.negativeEntrySeconds, attributeTimeoutSeconds: 0)
+    }
+
+    static func version(_ entry: Entry) -> InodeTable.ContentVersion {
+        InodeTable.ContentVersion(size: entry.size, modifiedNanoseconds: entry.modifiedNanoseconds)
+    }
+
+    /// Gives handles still open on the entry at `name` their own copy of its
+    /// bytes before it is removed or replaced, so they keep reading the old text.
+    func preserveOpenHandles(of entry: Entry) {
+        guard entry.kind == .file, let inode = inodes.inode(for: entry.ref),
+            handles.hasAttachedHandle(on: inode)
+        else { return }
+        do {
+            let content = try store.read(entry.ref, offset: 0, count: Self.readBytesMax)
+            handles.detachHandles(
+                on: inode, snapshot: HandleTable.Snapshot(content: content, attributes: attributes(entry, inode: inode)))
+        } catch {
+            log.warning("could not keep the old bytes of \(entry.ref) for its open handles: \(error)")
+        }
+    }
+
+    // MARK: Lookup and attributes
+
+    public func lookup(parent: UInt64, name: String) throws -> EntryReply {
+        if let node = control.child(ofInode: parent, name: name) {
+            return reply(try control.attributes(node, uid: ownerUID, gid: ownerGID))
+        }
+        if ControlDirectory.owns(parent) { return negativeReply() }
+        let directory = try directory(parent)
+        guard let entry = try store.lookup(in: directory, name: name) else { return negativeReply() }
+        return try handOut(entry)
+    }
+
+    public func forget(inode: UInt64, count: UInt64) {
+        if ControlDirectory.owns(inode) { return }
+        if !inodes.forget(inode, count: count) {
+            log.warning("kernel forgot inode \(inode) more often than it looked it up")
+        }
+    }
+
+    public func getAttributes(inode: UInt64, handle: UInt64?) throws -> FileAttributes {
+        if let node = ControlDirectory.node(forInode: inode) {
+            return try control.attributes(node, uid: ownerUID, gid: ownerGID)
+        }
+        if let handle, case .file(_, _, let snapshot?) = handles.handle(handle) {
+            return snapshot.attributes
+        }
+        let ref = try resolve(inode)
+        guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+        return attributes(entry, inode: inode)
+    }
+
+    public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
+        if let node = ControlDirectory.node(forInode: inode) {
+            if changes.size != nil || changes.permissions != nil { throw FileSystemError.notPermitted }
+            return try control.attributes(node, uid: ownerUID, gid: ownerGID)
+        }
+        if let handle, let size = changes.size,
+            let snapshot = handles.updateSnapshot(handle, { snapshot in
+                Self.resize(&snapshot.content, to: Int(clamping: size))
+                snapshot.attributes.size = size
+            })
+        {
+            return snapshot.attributes
+        }
+        let ref = try resolve(inode)
+        // Each change is its own small transaction; the common cases
+        // (truncate, chmod, touch) change one thing.
+        if let size = changes.size { try store.truncate(ref, to: Int64(clamping: size)) }
+        if let permissions = changes.permissions { try store.setMode(ref, mode: permissions) }
+        if let time = changes.modificationTime {
+            let nanoseconds: Int64
+            switch time {
+            case .now: nanoseconds = Self.nowNanoseconds()
+            case .nanoseconds(let value): nanoseconds = value
+            }
+            try store.setModified(ref, nanoseconds: nanoseconds)
+        }
+        // Owners and access times are accepted and not kept.
+        guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+        return attributes(entry, inode: inode)
+    }
+
+    static func resize(_ data: inout Data, to size: Int) {
+        if size < data.count {
+            data.removeSubrange(data.startIndex + size..<data.endIndex)
+        } else if size > data.count {
+            data.append(Data(count: size - data.count))
+        }
+    }
+
+    static func nowNanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+
+    public func statistics(inode: UInt64) throws -> FileSystemStatistics {
+        var info = statvfs()
+        guard statvfs(dataDirectory, &info) == 0 else {
+            let code = errno
+            throw FileSystemError(code)
+        }
+        return FileSystemStatistics(
+            blockSize: UInt64(info.f_frsize), totalBlocks: UInt64(info.f_blocks), freeBlocks: UInt64(info.f_bfree),
+            availableBlocks: UInt64(info.f_bavail), totalFiles: UInt64(info.f_files), freeFiles: UInt64(info.f_ffree),
+            nameMax: 255)
+    }
+}

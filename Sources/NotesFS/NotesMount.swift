@@ -1,0 +1,111 @@
+import Foundation
+import NotesStore
+import Synchronization
+
+/// One mounted notes tree: the store shown through FUSE, with the kernel's
+/// caches invalidated whenever the store changes behind the kernel's back.
+///
+/// The `notesfs mount` command runs one in the foreground process; tests may
+/// run one inside their own process to change the store directly.
+public final class NotesMount: Sendable {
+    public let store: NotesStore
+    public let mountpoint: String
+    let fileSystem: NotesFileSystem
+    let mounter: Mounter
+    let invalidations: InvalidationQueue
+    private let observerID: Int
+    private let log: MountLog
+
+    /// `sourceName` is what `mount` and `/proc/self/mountinfo` show as the source
+    /// (`notesfs:<data directory>` lets `notesfs unmount` find the process).
+    public init(store: NotesStore, mountpoint: String, log: MountLog, sourceName: String = "notesfs") throws {
+        self.store = store
+        self.mountpoint = mountpoint
+        self.log = log
+        // The queue's sender needs the mounter, which needs the file system,
+        // which needs the queue: the sender looks the mounter up late.
+        let mounterBox = MounterBox()
+        let invalidations = InvalidationQueue(log: log) { item in
+            mounterBox.mounter?.notify(item) ?? -ENOTCONN
+        }
+        self.invalidations = invalidations
+        let fileSystem = NotesFileSystem(store: store, invalidations: invalidations, log: log)
+        self.fileSystem = fileSystem
+        let safeSource = sourceName.contains(",") || sourceName.contains("\\") ? "notesfs" : sourceName
+        let options = ["fsname=\(safeSource)", "subtype=notesfs", "default_permissions"]
+        let mounter = try Mounter(mountpoint: mountpoint, operations: fileSystem, log: log, options: options)
+        mounterBox.set(mounter)
+        self.mounter = mounter
+        observerID = store.addObserver { [fileSystem, invalidations] commit in
+            // Commits made while serving a kernel request are already in the
+            // kernel's caches; everything else (sync, other callers) is not.
+            guard !RequestMarker.isServing else { return }
+            invalidations.enqueue(NotesMount.invalidations(for: commit, inodes: fileSystem.inodes))
+        }
+    }
+
+    /// What the kernel may have cached about what `commit` changed.
+    static func invalidations(for commit: StoreCommit, inodes: InodeTable) -> [Invalidation] {
+        var items: [Invalidation] = []
+        for ref in commit.changedEntries {
+            if let inode = inodes.inode(for: ref) {
+                inodes.clearOpenedVersion(inode)
+                items.append(.inode(inode))
+            }
+        }
+        for name in commit.removedNames + commit.addedNames {
+            if let parent = inodes.inode(for: name.directory.entry) {
+                items.append(.entry(parent: parent, name: name.name))
+            }
+        }
+        return items
+    }
+
+    /// Mounts and starts the invalidation thread; requests wait until `serve`.
+    public func mount() throws {
+        invalidations.start()
+        try mounter.mount()
+    }
+
+    /// Serves requests on the calling thread until unmounted; then cleans up.
+    @discardableResult
+    public func serve() -> Int32 {
+        let result = mounter.serve()
+        close()
+        return result
+    }
+
+    /// Serves on a background thread (tests in one process).
+    public func serveInBackground() {
+        mounter.serveInBackground()
+    }
+
+    /// Unmounts (lazily if files are open) and ends the loop.
+    public func requestStop() {
+        mounter.requestStop()
+    }
+
+    @discardableResult
+    public func waitUntilStopped(timeoutSeconds: Double) -> Bool {
+        let stopped = mounter.waitUntilStopped(timeoutSeconds: timeoutSeconds)
+        if stopped { close() }
+        return stopped
+    }
+
+    /// Waits until queued invalidations were sent to the kernel (tests).
+    public func waitForInvalidations() {
+        invalidations.waitUntilIdle()
+    }
+
+    private func close() {
+        store.removeObserver(observerID)
+        invalidations.stop()
+    }
+}
+
+/// Lets the invalidation sender reach the mounter made after it.
+private final class MounterBox: Sendable {
+    private let storage = Mutex<Mounter?>(nil)
+    var mounter: Mounter? { storage.withLock { $0 } }
+    func set(_ mounter: Mounter) { storage.withLock { $0 = mounter } }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import SQLiteKit
+
+// What the mount needs beyond the per-operation calls.
+extension NotesStore {
+    /// The inode numbers of many entries at once (a directory listing), made
+    /// from the counter where missing, in at most one read and one write
+    /// transaction. `known` answers from the mount's memory first.
+    public func inodes(
+        for refs: [EntryRef], known: (EntryRef) -> UInt64? = { _ in nil }
+    ) throws(StoreError) -> [EntryRef: UInt64] {
+        var result: [EntryRef: UInt64] = [:]
+        var missing: [EntryRef] = []
+        for ref in refs {
+            if ref == .root {
+                result[ref] = 1
+            } else if let number = known(ref) {
+                result[ref] = number
+            } else {
+                missing.append(ref)
+            }
+        }
+        guard !missing.isEmpty else { return result }
+        let found: [EntryRef: UInt64] = try read { db in
+            var found: [EntryRef: UInt64] = [:]
+            for ref in missing {
+                if let number = try inodeNumber(db, for: ref) { found[ref] = number }
+            }
+            return found
+        }
+        result.merge(found) { first, _ in first }
+        let unnumbered = missing.filter { found[$0] == nil }
+        guard !unnumbered.isEmpty else { return result }
+        let made: [EntryRef: UInt64] = try write(origin: .local, checkSpace: false) { db, _ in
+            var made: [EntryRef: UInt64] = [:]
+            for ref in unnumbered {
+                if let existing = try inodeNumber(db, for: ref) {
+                    made[ref] = existing
+                    continue
+                }
+                try db.run("INSERT INTO inodes(entry_kind, entry_id) VALUES (?, ?)", ref.kindCode, ref.idText)
+                made[ref] = UInt64(db.lastInsertRowID)
+            }
+            return made
+        }
+        result.merge(made) { first, _ in first }
+        return result
+    }
+}

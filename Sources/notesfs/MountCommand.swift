@@ -1,0 +1,252 @@
+import Foundation
+import NotesFS
+import NotesStore
+
+struct MountCommand: Command {
+    static let name = "mount"
+    static let summary = "Show your notes as plain files in a directory"
+    static let help = """
+        Usage: notesfs mount <dir> [--data DIR | --profile NAME] [--foreground]
+
+        Mounts the notes database of a profile on <dir>, an existing empty
+        directory: folders are directories, notes are text files. Runs in the
+        background and logs to mount.log in the data directory; stop it with
+        'notesfs unmount <dir>' (or fusermount3 -u <dir>, or SIGTERM).
+          --foreground   stay in the foreground and log to stderr as well
+          --data DIR     the data directory (default $XDG_DATA_HOME/notesfs/<profile>)
+          --profile NAME a named profile (default 'default')
+        """
+    /// `--ready-fd` is internal: the background process reports on it.
+    static let spec = ArgumentSpec(
+        options: DataLocation.options.union(["--ready-fd"]), flags: ["--foreground"], positional: 1...1)
+
+    static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
+        let location = try DataLocation(arguments)
+        guard let directory = arguments.positional.first else { throw CommandError.usage("missing <dir>") }
+        let mountpoint = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let readyDescriptor = try arguments.option("--ready-fd").map { text throws(CommandError) -> Int32 in
+            guard let value = Int32(text), value > 2 else { throw CommandError.usage("--ready-fd needs a descriptor") }
+            return value
+        }
+        let report = MountReport(descriptor: readyDescriptor)
+        do {
+            try checkMountpoint(mountpoint)
+            try checkFuse()
+            do {
+                try FileManager.default.createDirectory(at: location.directory, withIntermediateDirectories: true)
+            } catch {
+                throw CommandError.failed("cannot create \(location.directory.path): \(error.localizedDescription)")
+            }
+            if arguments.has("--foreground") {
+                return try MountDaemon(location: location, mountpoint: mountpoint, report: report).run()
+            }
+            try MountLock.checkFree(location.directory.path)
+            return try Daemonizer.start(location: location, mountpoint: mountpoint, console: console)
+        } catch let error as CommandError {
+            report.failed(error.description)
+            throw error
+        } catch {
+            report.failed(UserFacingError.describe(error))
+            throw error
+        }
+    }
+
+    static func checkMountpoint(_ path: String) throws(CommandError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw .failed("\(path) does not exist. Create it first: mkdir -p '\(path)'")
+        }
+        guard isDirectory.boolValue else { throw .failed("\(path) is not a directory") }
+        if let mount = MountTable.mount(at: path) {
+            throw .failed("\(path) is already a mount point (\(mount.fileSystemType)). Unmount it first.")
+        }
+        let contents: [String]
+        do {
+            contents = try FileManager.default.contentsOfDirectory(atPath: path)
+        } catch {
+            throw .failed("cannot read \(path): \(error.localizedDescription)")
+        }
+        guard contents.isEmpty else {
+            throw .failed(
+                "\(path) is not empty (\(contents.count) entries). Mount on an empty directory so nothing is hidden.")
+        }
+    }
+
+    static func checkFuse() throws(CommandError) {
+        guard access("/dev/fuse", R_OK | W_OK) == 0 else {
+            throw .failed("/dev/fuse is missing or not accessible; load the fuse module (modprobe fuse) or "
+                + "run with access to /dev/fuse")
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let found = path.split(separator: ":").contains { access("\($0)/fusermount3", X_OK) == 0 }
+        guard found else { throw .failed("fusermount3 is not installed (apt-get install fuse3)") }
+    }
+}
+
+/// Tells the waiting parent how the background mount went (one line on a pipe).
+struct MountReport: Sendable {
+    let descriptor: Int32?
+
+    func ready() { send("ready") }
+    func failed(_ message: String) { send("error: " + message.replacingOccurrences(of: "\n", with: " ")) }
+
+    private func send(_ line: String) {
+        guard let descriptor else { return }
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+    }
+}
+
+/// The lock file that keeps two processes from serving one database.
+enum MountLock {
+    static func path(_ directory: String) -> String { directory + "/mount.lock" }
+
+    /// Takes the lock for this process's lifetime (the descriptor stays open)
+    /// and writes our pid into it.
+    static func acquire(_ directory: String) throws(CommandError) -> Int32 {
+        let descriptor = open(path(directory), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .failed("cannot open \(path(directory)): \(String(cString: strerror(errno)))") }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = holderPID(directory)
+            close(descriptor)
+            throw .failed(
+                "another notesfs process\(holder.map { " (pid \($0))" } ?? "") already serves \(directory). "
+                    + "Unmount it first (notesfs unmount <dir>).")
+        }
+        _ = ftruncate(descriptor, 0)
+        let text = Array("\(getpid())\n".utf8)
+        _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        return descriptor
+    }
+
+    /// Refuses early (before starting the background process) when the lock is held.
+    static func checkFree(_ directory: String) throws(CommandError) {
+        let descriptor = try acquire(directory)
+        close(descriptor)
+    }
+
+    static func holderPID(_ directory: String) -> pid_t? {
+        guard let text = try? String(contentsOfFile: path(directory), encoding: .utf8) else { return nil }
+        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+/// Starts `notesfs mount --foreground` as a background process in its own
+/// session and waits until it reports that the mount is up (or why not).
+enum Daemonizer {
+    static func start(location: DataLocation, mountpoint: String, console: Console) throws -> Int32 {
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw CommandError.failed("cannot create a pipe") }
+        // Keep both ends above 3 so the dup2 to 3 below always clears close-on-exec.
+        let readEnd = fcntl(pipeEnds[0], F_DUPFD_CLOEXEC, 10)
+        let writeEnd = fcntl(pipeEnds[1], F_DUPFD_CLOEXEC, 10)
+        close(pipeEnds[0])
+        close(pipeEnds[1])
+        defer { close(readEnd) }
+        let logPath = location.directory.appendingPathComponent("mount.log").path
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        let arguments = [
+            executable, "mount", mountpoint, "--data", location.directory.path, "--foreground", "--ready-fd", "3",
+        ]
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_APPEND | O_CREAT, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptySet = sigset_t()
+        sigemptyset(&emptySet)
+        var defaultSignals = sigset_t()
+        sigemptyset(&defaultSignals)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaultSignals, signal) }
+        posix_spawnattr_setsigmask(&attributes, &emptySet)
+        posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
+        // POSIX_SPAWN_SETSID (glibc 2.26+) needs _GNU_SOURCE to be visible: its value is 0x80.
+        let spawnSetSID: Int32 = 0x80
+        posix_spawnattr_setflags(&attributes, Int16(spawnSetSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var pid: pid_t = 0
+        var cArguments = arguments.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, &cArguments, environ)
+        close(writeEnd)
+        guard spawned == 0 else {
+            throw CommandError.failed("cannot start the mount process: \(String(cString: strerror(spawned)))")
+        }
+
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while received.count < 8_192 {
+            let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        let line = String(decoding: received, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if line == "ready" {
+            console.out("Mounted your notes on \(mountpoint) (data: \(location.directory.path); log: \(logPath)).")
+            return 0
+        }
+        if line.hasPrefix("error: ") {
+            throw CommandError.failed(String(line.dropFirst("error: ".count)))
+        }
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, WNOHANG)
+        throw CommandError.failed("the mount process exited before the mount was ready; see \(logPath)")
+    }
+}
+
+/// The mount process itself: takes the lock, opens the store, mounts, serves
+/// until unmounted or signalled, and cleans up.
+struct MountDaemon {
+    let location: DataLocation
+    let mountpoint: String
+    let report: MountReport
+
+    func run() throws -> Int32 {
+        // Signals are taken by one thread with sigwait; every thread started
+        // from here on inherits the blocked mask, so no libfuse or store
+        // thread is interrupted by them.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let lock = try MountLock.acquire(location.directory.path)
+        defer { close(lock) }
+        let log = try MountLog(
+            path: location.directory.appendingPathComponent("mount.log").path, alsoStandardError: report.descriptor == nil)
+        log.info("notesfs \(CommandLineTool.version) mounting \(location.directory.path) on \(mountpoint) (pid \(getpid()))")
+        let store = try location.openStore(create: true)
+        try store.beginSession()
+        let mount = try NotesMount(
+            store: store, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)
+        try mount.mount()
+
+        let waitedSignals = signals
+        let signalThread = Thread {
+            var waited = waitedSignals
+            var received: Int32 = 0
+            while sigwait(&waited, &received) == 0 {
+                log.info("signal \(received): unmounting")
+                mount.requestStop()
+            }
+        }
+        signalThread.name = "notesfs-signals"
+        signalThread.start()
+
+        report.ready()
+        let result = mount.serve()
+        log.info("stopped (\(result))")
+        return 0
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import NotesFS
+
+struct UnmountCommand: Command {
+    static let name = "unmount"
+    static let summary = "Stop showing your notes in a directory"
+    static let help = """
+        Usage: notesfs unmount <dir> [--lazy]
+
+        Unmounts a notesfs mount and waits for its process to finish. Every
+        write already returned is in the database; nothing is lost.
+          --lazy   detach now even if files are open (the mount ends when they close)
+        """
+    static let spec = ArgumentSpec(flags: ["--lazy"], positional: 1...1)
+    /// How long to wait for the mount process to finish after the unmount.
+    static let exitWaitSeconds = 15.0
+
+    static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
+        guard let directory = arguments.positional.first else { throw CommandError.usage("missing <dir>") }
+        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
+        guard let mount = MountTable.mount(at: path) else { throw CommandError.failed("\(path) is not mounted") }
+        guard mount.fileSystemType.hasSuffix("notesfs") else {
+            throw CommandError.failed("\(path) is not a notesfs mount (\(mount.fileSystemType))")
+        }
+        let holder = mount.source.hasPrefix("notesfs:") ? holderPID(dataDirectory: String(mount.source.dropFirst(8))) : nil
+        var command = ["fusermount3", "-u"]
+        if arguments.has("--lazy") { command.append("-z") }
+        command.append(path)
+        let status = runProgram(command)
+        guard status == 0 else {
+            throw CommandError.failed(
+                "could not unmount \(path) (is a file open in it, or a shell inside it?). "
+                    + "Close it and retry, or use --lazy.")
+        }
+        if let holder {
+            let deadline = Date().addingTimeInterval(exitWaitSeconds)
+            while kill(holder, 0) == 0 && Date() < deadline { usleep(20_000) }
+        }
+        console.out("Unmounted \(path).")
+        return 0
+    }
+
+    static func holderPID(dataDirectory: String) -> pid_t? {
+        guard let text = try? String(contentsOfFile: dataDirectory + "/mount.lock", encoding: .utf8) else { return nil }
+        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    static func runProgram(_ arguments: [String]) -> Int32 {
+        var pid: pid_t = 0
+        var cArguments = arguments.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        guard posix_spawnp(&pid, arguments[0], nil, nil, &cArguments, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+    }
+}

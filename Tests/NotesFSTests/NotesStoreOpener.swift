@@ -1,0 +1,5 @@
+import NotesStore
+
+enum NotesStoreOpener {
+    static func open(_ path: String) throws -> NotesStore { try NotesStore(path: path) }
+}
