@@ -92,6 +92,11 @@ public final class FuseSession: @unchecked Sendable {
     /// True once the loop was asked to end.
     public var hasExited: Bool { fuse_session_exited(session) != 0 }
 
+    /// Records that the kernel mount is already gone (unmounted from outside).
+    func forgetMount() {
+        state.withLock { $0.mounted = false }
+    }
+
     /// Unmounts (if mounted) and removes the signal handlers. Idempotent.
     public func unmount() {
         state.withLock { state in

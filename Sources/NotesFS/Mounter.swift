@@ -48,6 +48,11 @@ public final class Mounter: @unchecked Sendable {
     public func serve() -> Int32 {
         let result = session.run(maxThreads: Self.workerThreadsMax)
         log.info("request loop ended (\(result))")
+        // After an outside unmount (or requestStop) there is nothing left to
+        // unmount; asking again only prints an error.
+        if MountTable.mount(at: mountpoint) == nil {
+            session.forgetMount()
+        }
         session.unmount()
         loopDone.signal()
         return result

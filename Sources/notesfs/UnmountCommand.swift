@@ -22,7 +22,7 @@ struct UnmountCommand: Command {
         guard mount.fileSystemType.hasSuffix("notesfs") else {
             throw CommandError.failed("\(path) is not a notesfs mount (\(mount.fileSystemType))")
         }
-        let holder = mount.source.hasPrefix("notesfs:") ? holderPID(dataDirectory: String(mount.source.dropFirst(8))) : nil
+        let dataDirectory = mount.source.hasPrefix("notesfs:") ? String(mount.source.dropFirst(8)) : nil
         var command = ["fusermount3", "-u"]
         if arguments.has("--lazy") { command.append("-z") }
         command.append(path)
@@ -32,17 +32,20 @@ struct UnmountCommand: Command {
                 "could not unmount \(path) (is a file open in it, or a shell inside it?). "
                     + "Close it and retry, or use --lazy.")
         }
-        if let holder {
+        if let dataDirectory {
+            // The mount process holds the lock until it has closed the database.
             let deadline = Date().addingTimeInterval(exitWaitSeconds)
-            while kill(holder, 0) == 0 && Date() < deadline { usleep(20_000) }
+            while isLocked(dataDirectory) && Date() < deadline { usleep(10_000) }
         }
         console.out("Unmounted \(path).")
         return 0
     }
 
-    static func holderPID(dataDirectory: String) -> pid_t? {
-        guard let text = try? String(contentsOfFile: dataDirectory + "/mount.lock", encoding: .utf8) else { return nil }
-        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    static func isLocked(_ dataDirectory: String) -> Bool {
+        let descriptor = open(dataDirectory + "/mount.lock", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return flock(descriptor, LOCK_SH | LOCK_NB) != 0
     }
 
     static func runProgram(_ arguments: [String]) -> Int32 {

@@ -1,0 +1,67 @@
+import Foundation
+import NotesStore
+import SQLiteKit
+import TestSupport
+import Testing
+
+@Suite(.serialized, .enabled(if: mountTestsEnabled, "needs FUSE (/dev/fuse and fusermount3)"))
+struct DurabilityTests {
+    /// A writer appends numbered lines to three notes, fsyncing each and
+    /// printing it once fsync returned; the daemon is SIGKILLed at a random
+    /// moment. After each remount every acknowledged line is there.
+    @Test func everyFsyncedWriteSurvivesTwentyKillsOfTheDaemon() throws {
+        let fixture = try MountFixture(mount: false)
+        defer { fixture.remove() }
+        let writer = fixture.directory.file("writer.py")
+        try """
+            import os, sys
+            round_ = sys.argv[1]
+            for i in range(1000000):
+                name = 'w%d.md' % (i % 3)
+                line = ('round %s line %d\\n' % (round_, i)).encode()
+                fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                os.write(fd, line)
+                os.fsync(fd)
+                os.close(fd)
+                print(name, line.decode().strip(), flush=True)
+            """.write(toFile: writer, atomically: true, encoding: .utf8)
+        var generator = SystemRandomNumberGenerator()
+        var acknowledged: [String: [String]] = [:]
+        for round in 0..<20 {
+            try fixture.mount()
+            let delayMilliseconds = Int.random(in: 30...400, using: &generator)
+            let ackPath = fixture.directory.file("ack-\(round)")
+            // The writer runs in the background; the daemon dies under it.
+            try fixture.sh("(python3 '\(writer)' \(round) > '\(ackPath)' 2>/dev/null &) ; sleep \(Double(delayMilliseconds) / 1000)")
+            fixture.killDaemon()
+            usleep(100_000)
+            let acks = (try? String(contentsOfFile: ackPath, encoding: .utf8)) ?? ""
+            for line in acks.split(separator: "\n") {
+                let parts = line.split(separator: " ", maxSplits: 1)
+                guard parts.count == 2 else { continue }
+                acknowledged["/" + parts[0], default: []].append(String(parts[1]))
+            }
+            try fixture.mount()
+            for (path, lines) in acknowledged {
+                let content = try String(contentsOfFile: fixture.mountpoint + path, encoding: .utf8)
+                for line in lines {
+                    #expect(content.contains(line + "\n"), "round \(round): lost '\(line)' in \(path)")
+                }
+            }
+            fixture.unmount()
+            let connection = try Connection(path: fixture.databasePath)
+            #expect(try connection.integrityCheck() == ["ok"])
+            let dirtyWithoutOutbox = try connection.queryOne("""
+                SELECT count(*) FROM notes n WHERE n.local_rev <> n.synced_rev AND NOT EXISTS
+                (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = n.id)
+                """) { $0.int(0) }
+            let outboxWithoutDirty = try connection.queryOne("""
+                SELECT count(*) FROM outbox o WHERE o.entity_kind = 'note' AND NOT EXISTS
+                (SELECT 1 FROM notes n WHERE n.id = o.entity_id AND (n.local_rev <> n.synced_rev OR n.deleted = 1))
+                """) { $0.int(0) }
+            #expect(dirtyWithoutOutbox == 0)
+            #expect(outboxWithoutDirty == 0)
+        }
+        #expect(acknowledged.values.reduce(0) { $0 + $1.count } > 20, "the writer made progress")
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import NotesFS
+import NotesModel
+import NotesStore
+import TestSupport
+import Testing
+
+/// Mounts inside the test process so the test can change the store behind the
+/// kernel's back, as the sync engine will, and read through the mount.
+@Suite(.serialized, .enabled(if: mountTestsEnabled, "needs FUSE (/dev/fuse and fusermount3)"))
+struct InvalidationTests {
+    final class InProcessMount {
+        let fixture: MountFixture
+        let store: NotesStore
+        let mount: NotesMount
+
+        init() throws {
+            fixture = try MountFixture(mount: false)
+            store = try NotesStore(path: fixture.databasePath)
+            mount = try NotesMount(store: store, mountpoint: fixture.mountpoint, log: MountLog.discard)
+            try mount.mount()
+            mount.serveInBackground()
+        }
+
+        func stop() {
+            mount.requestStop()
+            _ = mount.waitUntilStopped(timeoutSeconds: 10)
+            fixture.remove()
+        }
+    }
+
+    @Test func aChangeMadeOutsideTheMountIsSeenAtOnce() throws {
+        let mounted = try InProcessMount()
+        defer { mounted.stop() }
+        let fixture = mounted.fixture
+        #expect(try fixture.sh("echo first > n.md && cat n.md && cat n.md") == "first\nfirst\n")
+        let entry = try #require(try mounted.store.lookup(in: .root, name: "n.md"))
+        guard case .note(let id) = entry.ref else { Issue.record("not a note"); return }
+        try mounted.store.replaceBody(of: id, with: Data("second, longer text\n".utf8))
+        mounted.mount.waitForInvalidations()
+        #expect(try fixture.sh("cat n.md") == "second, longer text\n")
+    }
+
+    @Test func aNameAddedOutsideTheMountAppearsDespiteACachedMiss() throws {
+        let mounted = try InProcessMount()
+        defer { mounted.stop() }
+        let fixture = mounted.fixture
+        #expect(try fixture.shell("cat late.md").status != 0)
+        try mounted.store.createNote(in: .root, title: "late.md", body: Data("arrived\n".utf8))
+        mounted.mount.waitForInvalidations()
+        #expect(try fixture.sh("cat late.md") == "arrived\n")
+        try mounted.store.createNote(in: .root, title: "late.md", body: Data("twin\n".utf8))
+        mounted.mount.waitForInvalidations()
+        #expect(try fixture.sh("ls") == "late (2).md\nlate.md\n")
+        #expect(try fixture.sh("cat 'late (2).md'") == "twin\n")
+    }
+}
