@@ -120,6 +120,11 @@ final class InodeTable: Sendable {
         state.withLock { $0.nodes[inode]?.openedVersion = nil }
     }
 
+    /// Every inode the kernel holds that still stands for an entry.
+    func attachedInodes() -> [UInt64] {
+        state.withLock { state in state.nodes.compactMap { $0.value.ref == nil ? nil : $0.key } }
+    }
+
     /// How many inodes the kernel holds (for status and tests).
     var count: Int { state.withLock { $0.nodes.count } }
 }

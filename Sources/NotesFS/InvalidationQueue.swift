@@ -36,11 +36,19 @@ public final class InvalidationQueue: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let send: @Sendable (Invalidation) -> Int32
     private let log: MountLog
+    private let tick: @Sendable () -> [Invalidation]
+    /// How often `tick` runs when nothing else happens.
+    static let tickSeconds = 0.5
 
-    /// `send` performs one notification and returns 0 or -errno.
-    public init(log: MountLog, send: @escaping @Sendable (Invalidation) -> Int32) {
+    /// `send` performs one notification and returns 0 or -errno; `tick` runs
+    /// about every `tickSeconds` on the same thread and may add work.
+    public init(
+        log: MountLog, tick: @escaping @Sendable () -> [Invalidation] = { [] },
+        send: @escaping @Sendable (Invalidation) -> Int32
+    ) {
         self.send = send
         self.log = log
+        self.tick = tick
     }
 
     /// Starts the sending thread.
@@ -103,7 +111,10 @@ public final class InvalidationQueue: Sendable {
     private func run() {
         defer { finished.signal() }
         while true {
-            wakeup.wait()
+            if wakeup.wait(timeout: .now() + Self.tickSeconds) == .timedOut {
+                let connected = state.withLock { $0.connected && !$0.stopped }
+                if connected { enqueue(tick()) }
+            }
             while true {
                 let batch = state.withLock { state -> [Invalidation]? in
                     if state.stopped { return nil }

@@ -7,7 +7,7 @@ import NotesStore
 /// serves the hidden `.notesfs` control directory.
 public final class NotesFileSystem: FileSystemOperations {
     let store: NotesStore
-    let inodes = InodeTable()
+    let inodes: InodeTable
     let handles = HandleTable()
     let control: ControlDirectory
     let log: MountLog
@@ -23,8 +23,9 @@ public final class NotesFileSystem: FileSystemOperations {
     /// Reads larger than this are cut (the kernel asks for at most max_read anyway).
     static let readBytesMax = 16 << 20
 
-    public init(store: NotesStore, invalidations: InvalidationQueue, log: MountLog) {
+    init(store: NotesStore, inodes: InodeTable, invalidations: InvalidationQueue, log: MountLog) {
         self.store = store
+        self.inodes = inodes
         self.invalidations = invalidations
         self.log = log
         self.control = ControlDirectory(store: store)

@@ -25,11 +25,14 @@ public final class NotesMount: Sendable {
         // The queue's sender needs the mounter, which needs the file system,
         // which needs the queue: the sender looks the mounter up late.
         let mounterBox = MounterBox()
-        let invalidations = InvalidationQueue(log: log) { item in
+        let inodes = InodeTable()
+        let externalChanges = ExternalChangeWatch(store: store, inodes: inodes, log: log)
+        _ = externalChanges.check()  // the baseline, before anything is served
+        let invalidations = InvalidationQueue(log: log, tick: { externalChanges.check() }) { item in
             mounterBox.mounter?.notify(item) ?? -ENOTCONN
         }
         self.invalidations = invalidations
-        let fileSystem = NotesFileSystem(store: store, invalidations: invalidations, log: log)
+        let fileSystem = NotesFileSystem(store: store, inodes: inodes, invalidations: invalidations, log: log)
         self.fileSystem = fileSystem
         let safeSource = sourceName.contains(",") || sourceName.contains("\\") ? "notesfs" : sourceName
         let options = ["fsname=\(safeSource)", "subtype=notesfs", "default_permissions"]
@@ -100,6 +103,36 @@ public final class NotesMount: Sendable {
     private func close() {
         store.removeObserver(observerID)
         invalidations.stop()
+    }
+}
+
+/// Notices commits made by other processes (`notesfs restore` while mounted)
+/// and then invalidates everything the kernel holds: which entries changed is
+/// unknown, and the kernel holds few inodes compared with the time saved.
+private final class ExternalChangeWatch: Sendable {
+    private let store: NotesStore
+    private let inodes: InodeTable
+    private let log: MountLog
+    private let lastCounter = Mutex<Int64?>(nil)
+
+    init(store: NotesStore, inodes: InodeTable, log: MountLog) {
+        self.store = store
+        self.inodes = inodes
+        self.log = log
+    }
+
+    func check() -> [Invalidation] {
+        guard let counter = try? store.externalChangeCounter() else { return [] }
+        let changed = lastCounter.withLock { last -> Bool in
+            defer { last = counter }
+            return last != nil && last != counter
+        }
+        guard changed else { return [] }
+        log.info("the database was changed by another process; dropping the kernel's cached attributes and pages")
+        return inodes.attachedInodes().map { inode in
+            inodes.clearOpenedVersion(inode)
+            return .inode(inode)
+        }
     }
 }
 

@@ -47,3 +47,13 @@ extension NotesStore {
         return result
     }
 }
+
+extension NotesStore {
+    /// A number that changes whenever another connection (another process,
+    /// such as `notesfs restore`) committed to the database.
+    public func externalChangeCounter() throws(StoreError) -> Int64 {
+        try StoreError.wrap {
+            try queue.sync { db in try db.queryOne("PRAGMA data_version") { $0.int64(0) } ?? 0 }
+        }
+    }
+}

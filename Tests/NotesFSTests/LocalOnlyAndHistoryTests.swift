@@ -50,10 +50,14 @@ struct LocalOnlyAndHistoryTests {
         #expect(listed.contains("status.json"))
         #expect(listed.hasSuffix("0\n"), "readdir hides .notesfs")
         let seq = try fixture.sh("ls .notesfs/history/ | head -1 | cut -d' ' -f1").trimmingCharacters(in: .whitespacesAndNewlines)
-        fixture.unmount()
         guard let binary = MountFixture.binaryPath else { return }
+        // Restored from another process while mounted: the mount notices and
+        // drops the kernel's cached pages within about half a second.
         let restore = try MountFixture.run([binary, "restore", seq, "--data", fixture.dataDirectory])
         #expect(restore.status == 0, "\(restore.standardError)")
+        let seen = try fixture.sh("for i in $(seq 1 40); do grep -q precious note.md && break; sleep 0.1; done; cat note.md")
+        #expect(seen == "precious text\n")
+        fixture.unmount()
         let snapshot = try StoreSnapshot.read(fixture.databasePath)
         #expect(snapshot.notes["/note.md"].map { String(decoding: $0, as: UTF8.self) } == "precious text\n")
     }
