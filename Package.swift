@@ -51,6 +51,17 @@ let package = Package(
             dependencies: ["NotesModel", "SyncProtocol", "SyncServer"]
         ),
 
+        // The seeded chaos simulation: real stores, engines and server; simulated
+        // network, clocks, randomness and scheduling (docs/simulation.md).
+        .target(
+            name: "NotesSimulation",
+            dependencies: ["NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer"]
+        ),
+        .executableTarget(
+            name: "notesfs-simulate",
+            dependencies: ["NotesSimulation"]
+        ),
+
         // MARK: Test and benchmark programs
         // Commits saves in a loop until CrashSafetyTests kills it.
         .executableTarget(
@@ -83,6 +94,11 @@ let package = Package(
         .testTarget(
             name: "SyncEngineTests",
             dependencies: ["SyncEngine", "SyncServer", "SyncProtocol", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SimulationTests",
+            dependencies: ["NotesSimulation"],
+            exclude: ["regression-seeds.txt"]
         ),
         .testTarget(
             name: "NotesFSTests",

@@ -1,0 +1,112 @@
+import Foundation
+
+/// Deliberately broken variants, to show the simulation catches what it should.
+public enum SimBreakage: String, Sendable, CaseIterable {
+    /// The real code.
+    case none
+    /// The store's merge keeps only the server's side (`StoreConfiguration.mergeNote`).
+    case mergeDropsLocal
+    /// Pulled changes are written over dirty local text (a wrapper that force-applies).
+    case pullOverDirty
+    /// The server forgets change ids: a transport that gives every retry a fresh id.
+    case noIdempotency
+}
+
+/// Fault kinds, counted per run.
+public enum SimFault: String, Sendable, CaseIterable, Comparable {
+    case loseRequest = "lost-request"
+    case loseReply = "lost-reply"
+    case duplicate = "duplicated"
+    case lateReply = "late-reply"
+    case serverError = "server-error"
+    case malformedReply = "malformed-reply"
+    case offlineRequest = "offline-request"
+    case crashAtRequest = "crash-at-request"
+    case crashMidPush = "crash-mid-push"
+    case crashMidSave = "crash-mid-save"
+    case serverRestart = "server-restart"
+    case serverRestore = "server-restore-new-epoch"
+    case cursorExpiry = "cursor-expiry"
+    case goOffline = "long-offline"
+    case editInFlight = "edit-in-flight"
+    case oversizedNote = "oversized-note"
+    case twins = "same-title-twins"
+
+    public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// One run's configuration, drawn from its seed (swarm style: whole fault
+/// kinds are switched off in some runs, so rarer interleavings get room).
+public struct SimConfiguration: Sendable, CustomStringConvertible {
+    public var deviceCount: Int
+    public var steps: Int
+    /// Per-request fault probabilities.
+    public var requestFaults: [SimFault: Double]
+    /// Per-step probabilities of world events.
+    public var crashRate: Double
+    public var restartRate: Double
+    public var restoreRate: Double
+    public var expiryRate: Double
+    public var offlineRate: Double
+    public var inFlightEditRate: Double
+    public var syncRate: Double
+    public var oversizeRate: Double
+    public var twinRate: Double
+    public var folderOpRate: Double
+    public var savePatternRate: Double
+    /// Device clock offsets in seconds (wrong clocks).
+    public var clockOffsets: [Int64]
+    public var serverNoteLimit: Int
+    public var pushBatchMax: Int
+    public var pushBytesMax: Int
+    public var pullPageMax: Int
+    public var indexPageMax: Int
+    public var fetchBatchMax: Int
+
+    public init(seed: UInt64) {
+        var random = SimRandom(seed: seed ^ 0xC0FF_EE00_D15E_A5E5)
+        func rate(_ max: Double, enabledOneIn: Int = 2) -> Double {
+            random.int(1...enabledOneIn) == 1 ? random.unit() * max : 0
+        }
+        deviceCount = random.int(2...5)
+        steps = random.int(30...110)
+        var faults: [SimFault: Double] = [:]
+        for kind in [SimFault.loseRequest, .loseReply, .duplicate, .lateReply, .serverError, .malformedReply] {
+            faults[kind] = rate(0.12)
+        }
+        faults[.crashAtRequest] = rate(0.05, enabledOneIn: 3)
+        requestFaults = faults
+        crashRate = rate(0.05, enabledOneIn: 3)
+        restartRate = rate(0.04, enabledOneIn: 3)
+        restoreRate = rate(0.03, enabledOneIn: 4)
+        expiryRate = rate(0.03, enabledOneIn: 3)
+        offlineRate = rate(0.06)
+        inFlightEditRate = rate(0.4)
+        syncRate = 0.15 + random.unit() * 0.35
+        oversizeRate = rate(0.04, enabledOneIn: 3)
+        twinRate = rate(0.06)
+        folderOpRate = random.unit() * 0.3
+        savePatternRate = random.unit()
+        clockOffsets = (0..<deviceCount).map { _ in
+            random.int(1...3) == 1 ? Int64(random.int(-5 * 86_400...5 * 86_400)) : 0
+        }
+        serverNoteLimit = random.int(700...4_000)
+        pushBatchMax = random.pick([1, 2, 3, 5, 100]) ?? 100
+        pushBytesMax = random.pick([900, 5_000, 4 << 20]) ?? (4 << 20)
+        pullPageMax = random.pick([1, 2, 3, 7, 200]) ?? 200
+        indexPageMax = random.pick([1, 2, 5, 1_000]) ?? 1_000
+        fetchBatchMax = random.pick([1, 3, 200]) ?? 200
+    }
+
+    public var description: String {
+        let faults = requestFaults.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            .map { "\($0.key.rawValue)=\(String(format: "%.2f", $0.value))" }.joined(separator: " ")
+        return "devices=\(deviceCount) steps=\(steps) sync=\(String(format: "%.2f", syncRate)) "
+            + "crash=\(String(format: "%.3f", crashRate)) restart=\(String(format: "%.3f", restartRate)) "
+            + "restore=\(String(format: "%.3f", restoreRate)) expiry=\(String(format: "%.3f", expiryRate)) "
+            + "offline=\(String(format: "%.3f", offlineRate)) inflight=\(String(format: "%.2f", inFlightEditRate)) "
+            + "oversize=\(String(format: "%.3f", oversizeRate)) twins=\(String(format: "%.3f", twinRate)) "
+            + "clocks=\(clockOffsets) noteLimit=\(serverNoteLimit) push=\(pushBatchMax)/\(pushBytesMax) "
+            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) faults[\(faults)]"
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import NotesModel
+import NotesStore
+import SQLiteKit
+import SyncEngine
+import Synchronization
+
+/// Deterministic ids for one device, drawn from its own generator.
+final class SimUUIDSource: Sendable {
+    private let random: Mutex<SimRandom>
+
+    init(seed: UInt64) { random = Mutex(SimRandom(seed: seed)) }
+
+    func next() -> UUID {
+        let (high, low) = random.withLock { ($0.next(), $0.next()) }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<8 {
+            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(index)))
+            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(index)))
+        }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+    }
+}
+
+/// The simulated time: nanoseconds since 1970, moved only by the world.
+final class SimTime: Sendable {
+    /// 2026-01-01T00:00:00Z.
+    static let start: Int64 = 1_767_225_600 * 1_000_000_000
+    private let value = Mutex<Int64>(SimTime.start)
+    private let serverJumpValue = Mutex<Int64>(0)
+
+    var now: Int64 { value.withLock { $0 } }
+    func advance(seconds: Int64) { value.withLock { $0 += seconds * 1_000_000_000 } }
+    /// How far the server's clock runs ahead (cursor-expiry faults push it past retention).
+    var serverJump: Int64 { serverJumpValue.withLock { $0 } }
+    func jumpServer(seconds: Int64) { serverJumpValue.withLock { $0 += seconds * 1_000_000_000 } }
+}
+
+/// One simulated machine: a real `NotesStore` on its own SQLite file and a
+/// real `SyncEngine`, reopened from scratch after a crash.
+///
+/// `@unchecked Sendable`: the world drives every device from one task, one
+/// step at a time; the transport's hooks and the store's observer run while
+/// that task is suspended in the device's own `sync()`, never concurrently.
+final class SimDevice: @unchecked Sendable {
+    let index: Int
+    let name: String
+    let path: String
+    let configuration: StoreConfiguration
+    private(set) var store: NotesStore
+    private(set) var engine: SyncEngine
+    private(set) var transport: SimTransport
+    /// A read-only view of the same file for the simulation's checks.
+    private(set) var reader: Connection
+    private var observerID = 0
+    /// Offline until this step (long offline periods).
+    var offlineUntilStep = -1
+    /// Set by the transport: the device dies when the current run returns.
+    var crashPending = false
+    /// Tokens in this device's dirty notes when the current sync began: no
+    /// remote commit may take them away.
+    var dirtyTokens = Set<Int>()
+    var crashes = 0
+
+    init(
+        index: Int, path: String, configuration: StoreConfiguration, engineConfiguration: SyncEngine.Configuration,
+        world: SimWorld
+    ) throws {
+        self.index = index
+        self.name = "dev\(index)"
+        self.path = path
+        self.configuration = configuration
+        let opened = try Self.open(
+            path: path, configuration: configuration, engineConfiguration: engineConfiguration, index: index,
+            world: world)
+        (store, engine, transport, reader) = opened
+    }
+
+    private static func open(
+        path: String, configuration: StoreConfiguration, engineConfiguration: SyncEngine.Configuration, index: Int,
+        world: SimWorld
+    ) throws -> (NotesStore, SyncEngine, SimTransport, Connection) {
+        let store = try NotesStore(path: path, configuration: configuration)
+        try store.beginSession()
+        let transport = SimTransport(world: world, device: index)
+        let engine = try SyncEngine(store: store, transport: transport, configuration: engineConfiguration)
+        let reader = try Connection(path: path, options: .init(mode: .readOnly, walJournal: false))
+        return (store, engine, transport, reader)
+    }
+
+    func observe(_ world: SimWorld) {
+        observerID = store.addObserver { [unowned self, unowned world] commit in
+            guard commit.origin == .remote else { return }
+            world.checkDirtyTextSurvives(self, after: "a remote commit")
+        }
+    }
+
+    /// A crash between two transactions: the engine and every handle go; the
+    /// store is opened again from its file, as after `kill -9`.
+    func crashAndReopen(engineConfiguration: SyncEngine.Configuration, world: SimWorld) throws {
+        store.removeObserver(observerID)
+        crashes += 1
+        crashPending = false
+        let opened = try Self.open(
+            path: path, configuration: configuration, engineConfiguration: engineConfiguration, index: index,
+            world: world)
+        (store, engine, transport, reader) = opened
+        observe(world)
+    }
+
+    // MARK: Reading the file directly (checks only)
+
+    /// Every token this device still holds: live notes (conflict copies
+    /// included), local-only files (`(not synced)` copies, editor backups) and
+    /// the local history.
+    func heldTokens() throws -> Set<Int> {
+        var tokens = Set<Int>()
+        try reader.readTransaction {
+            for sql in [
+                "SELECT body FROM notes WHERE deleted = 0", "SELECT data FROM local_entries WHERE type = 2",
+                "SELECT body FROM history",
+            ] {
+                try reader.forEachRow(sql, arguments: []) { row in
+                    tokens.formUnion(SimText.tokens(row.data(0)))
+                    return true
+                }
+            }
+        }
+        return tokens
+    }
+
+    /// Tokens in notes with local edits not yet confirmed by the server.
+    func tokensInDirtyNotes() throws -> Set<Int> {
+        var tokens = Set<Int>()
+        try reader.forEachRow(
+            "SELECT body FROM notes WHERE deleted = 0 AND local_rev <> synced_rev", arguments: []
+        ) { row in
+            tokens.formUnion(SimText.tokens(row.data(0)))
+            return true
+        }
+        return tokens
+    }
+
+    /// Live notes and folders as comparable lines (id, title, folder, bytes).
+    func snapshot() throws -> [String] {
+        try reader.readTransaction {
+            let folders = try reader.query(
+                "SELECT id, name, parent_id FROM folders WHERE deleted = 0 ORDER BY id"
+            ) { "folder \($0.string(0)) \($0.string(1).debugDescription) parent=\($0.optionalString(2) ?? "-")" }
+            let notes = try reader.query(
+                "SELECT id, title, folder_id, hex(body) FROM notes WHERE deleted = 0 ORDER BY id"
+            ) {
+                "note \($0.string(0)) \($0.string(1).debugDescription) folder=\($0.optionalString(2) ?? "-") \($0.string(3))"
+            }
+            return folders + notes
+        }
+    }
+
+    /// Problems with the shown names: every live note and folder has exactly
+    /// one name, every name points at a live entry, names are unique per directory.
+    func nameProblems() throws -> [String] {
+        try reader.readTransaction {
+            var problems: [String] = []
+            let unnamed = try reader.query(
+                """
+                SELECT 'note ' || id FROM notes n WHERE deleted = 0 AND NOT EXISTS
+                  (SELECT 1 FROM names WHERE entry_kind = 'note' AND entry_id = n.id)
+                UNION ALL
+                SELECT 'folder ' || id FROM folders f WHERE deleted = 0 AND NOT EXISTS
+                  (SELECT 1 FROM names WHERE entry_kind = 'folder' AND entry_id = f.id)
+                """
+            ) { $0.string(0) }
+            problems += unnamed.map { "\(name): live \($0) has no name" }
+            let dangling = try reader.query(
+                """
+                SELECT entry_kind || ' ' || entry_id || ' as ' || name FROM names m WHERE
+                  (entry_kind = 'note' AND NOT EXISTS (SELECT 1 FROM notes WHERE id = m.entry_id AND deleted = 0))
+                  OR (entry_kind = 'folder' AND NOT EXISTS (SELECT 1 FROM folders WHERE id = m.entry_id AND deleted = 0))
+                """
+            ) { $0.string(0) }
+            problems += dangling.map { "\(name): name for a missing entry: \($0)" }
+            let clashes = try reader.query(
+                "SELECT parent_key, name, count(*) FROM names GROUP BY parent_key, name HAVING count(*) > 1"
+            ) { "\($0.string(0))/\($0.string(1)) ×\($0.int(2))" }
+            problems += clashes.map { "\(name): duplicate display name \($0)" }
+            return problems
+        }
+    }
+}

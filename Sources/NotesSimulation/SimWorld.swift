@@ -1,0 +1,359 @@
+import Foundation
+import NotesModel
+import NotesStore
+import SQLiteKit
+import SyncEngine
+import SyncProtocol
+import SyncServer
+
+/// One seeded run: a real server on a real SQLite file, real devices, and
+/// simulated network, clocks, randomness and scheduling.
+///
+/// `@unchecked Sendable`: one task drives the world step by step; callbacks
+/// from the engine (transport hooks, store observers) run only while that
+/// task waits for the engine, so no two pieces of code touch it at once.
+public final class SimWorld: @unchecked Sendable {
+    public let seed: UInt64
+    public let configuration: SimConfiguration
+    public let breakage: SimBreakage
+    let directory: String
+    let traceEnabled: Bool
+    var random: SimRandom
+    let uuids: SimUUIDSource
+    let time = SimTime()
+    private(set) var traceLines: [String] = []
+    var devices: [SimDevice] = []
+    var step = 0
+
+    // Server
+    let serverPath: String
+    let backupPath: String
+    var serverStore: SQLiteServerStore
+    var server: SyncServer
+    let serverConfiguration: SyncServer.Configuration
+    let account: AccountID
+    let token: String
+    var epoch: String
+    /// Bumped when the server forgets change ids (purge), so answers are compared within one memory.
+    var purgeGeneration = 0
+    var hasBackup = false
+
+    // Faults
+    var faultsEnabled = true
+    var faultCounts: [SimFault: Int] = [:]
+    var syncRuns = 0
+    var operations = 0
+
+    // Text bookkeeping
+    var nextToken = 1
+    /// Every token ever written.
+    var written = Set<Int>()
+    /// Tokens a device that saw them removed on purpose.
+    var removed = Set<Int>()
+    /// Every answer the server gave to each change id: "epoch|generation|id" → answers.
+    var answers: [String: [ChangeResult.Outcome]] = [:]
+    var violations: [String] = []
+
+    let engineConfiguration: SyncEngine.Configuration
+
+    public init(seed: UInt64, breakage: SimBreakage = .none, baseDirectory: String, trace: Bool = false) async throws {
+        self.seed = seed
+        self.breakage = breakage
+        self.traceEnabled = trace
+        configuration = SimConfiguration(seed: seed)
+        random = SimRandom(seed: seed)
+        uuids = SimUUIDSource(seed: seed ^ 0x5EED)
+        directory = (baseDirectory as NSString).appendingPathComponent("notesfs-sim-\(seed)-\(breakage.rawValue)")
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        serverPath = (directory as NSString).appendingPathComponent("server.sqlite")
+        backupPath = (directory as NSString).appendingPathComponent("backup")
+        var limits = ProtocolLimits.standard
+        limits.noteBytesMax = configuration.serverNoteLimit
+        serverConfiguration = SyncServer.Configuration(limits: limits, tombstoneRetentionSeconds: 3_600)
+        serverStore = try SQLiteServerStore(path: serverPath, options: .init(readers: 1))
+        let time = self.time
+        let clock = ServerClock { Date(timeIntervalSince1970: Double(time.now + time.serverJump) / 1e9) }
+        server = SyncServer(store: serverStore, configuration: serverConfiguration, clock: clock)
+        let added = try await AccountManager(store: serverStore, clock: clock).add(name: "sim")
+        account = added.account
+        token = added.token.text
+        epoch = try await serverStore.epoch()
+        var engine = SyncEngine.Configuration()
+        engine.pushBatchChangesMax = configuration.pushBatchMax
+        engine.pushBatchBytesMax = configuration.pushBytesMax
+        engine.pullPageRowsMax = configuration.pullPageMax
+        engine.indexPageRowsMax = configuration.indexPageMax
+        engine.fetchBatchMax = configuration.fetchBatchMax
+        engine.roundsPerRunMax = 2_000
+        engineConfiguration = engine
+        for index in 0..<configuration.deviceCount {
+            var store = StoreConfiguration()
+            store.diskReserveBytes = 0
+            store.defaultDeviceName = "dev\(index)"
+            let offset = configuration.clockOffsets[index] * 1_000_000_000
+            store.clock = StoreClock { time.now + offset }
+            let source = SimUUIDSource(seed: seed &* 31 &+ UInt64(index) &+ 17)
+            store.newUUID = { source.next() }
+            if breakage == .mergeDropsLocal {
+                store.mergeNote = { _, _, remote in (remote, nil) }
+            }
+            let device = try SimDevice(
+                index: index, path: (directory as NSString).appendingPathComponent("dev\(index).sqlite"),
+                configuration: store, engineConfiguration: engine, world: self)
+            devices.append(device)
+        }
+        for device in devices { device.observe(self) }
+        self.trace("seed \(seed) breakage=\(breakage.rawValue) \(configuration)")
+    }
+
+    /// Removes the run's files.
+    public func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: Trace and faults
+
+    func trace(_ text: @autoclosure () -> String) {
+        guard traceEnabled else { return }
+        traceLines.append("[\(step)] \(text())")
+    }
+
+    func count(_ fault: SimFault) {
+        faultCounts[fault, default: 0] += 1
+    }
+
+    func violation(_ text: String) {
+        trace("VIOLATION: \(text)")
+        violations.append("step \(step): \(text)")
+    }
+
+    /// The fault for one request, or nil for a clean delivery.
+    func drawFault(device: Int, route: String) -> SimFault? {
+        guard faultsEnabled else { return nil }
+        if devices[device].offlineUntilStep > step {
+            count(.offlineRequest)
+            trace("\(devices[device].name) \(route): offline")
+            return .offlineRequest
+        }
+        for kind in SimFault.allCases {
+            guard let rate = configuration.requestFaults[kind], random.chance(rate) else { continue }
+            count(kind)
+            trace("\(devices[device].name) \(route): fault \(kind.rawValue)")
+            return kind
+        }
+        return nil
+    }
+
+    // MARK: The run
+
+    /// Runs the seed's steps, heals the network, syncs to quiet and checks every invariant.
+    public func run() async -> SimResult {
+        do {
+            for current in 0..<configuration.steps {
+                step = current
+                time.advance(seconds: Int64(random.int(1...120)))
+                try await performStep()
+            }
+            step = configuration.steps
+            try await quiesce()
+            try await checkInvariants()
+        } catch {
+            violation("the run stopped: \(error)")
+        }
+        return SimResult(
+            seed: seed, breakage: breakage, configuration: configuration, violations: violations,
+            faultCounts: faultCounts, syncRuns: syncRuns, operations: operations, trace: traceLines)
+    }
+
+    private func performStep() async throws {
+        guard let device = random.pick(devices) else { return }
+        let roll = random.unit()
+        var threshold = 0.0
+        func event(_ rate: Double) -> Bool {
+            threshold += rate
+            return roll < threshold
+        }
+        if event(configuration.syncRate) {
+            try await sync(device)
+        } else if event(configuration.crashRate) {
+            try await crash(device)
+        } else if event(configuration.restartRate) {
+            try await restartServer()
+        } else if event(configuration.restoreRate) {
+            try await backupOrRestoreServer()
+        } else if event(configuration.expiryRate) {
+            try await expireCursors()
+        } else if event(configuration.offlineRate) {
+            device.offlineUntilStep = step + random.int(3...40)
+            count(.goOffline)
+            trace("\(device.name) goes offline until step \(device.offlineUntilStep)")
+        } else if event(configuration.twinRate) {
+            try makeTwins()
+        } else {
+            try localOperation(device)
+        }
+    }
+
+    /// One engine run on `device`; a crash requested by the transport happens when it returns.
+    func sync(_ device: SimDevice) async throws {
+        if breakage == .pullOverDirty { try forceApplyPulled(device) }
+        device.dirtyTokens = try device.tokensInDirtyNotes()
+        syncRuns += 1
+        trace("\(device.name) sync starts")
+        let outcome = await device.engine.sync()
+        trace("\(device.name) sync ended: \(outcome)")
+        if case .storeFailed(let reason) = outcome {
+            violation("\(device.name): the store failed during sync: \(reason)")
+        }
+        if device.crashPending {
+            count(.crashAtRequest)
+            trace("\(device.name) crashes during its sync")
+            try device.crashAndReopen(engineConfiguration: engineConfiguration, world: self)
+        }
+    }
+
+    /// A crash between two transactions. Half the time in the middle of a
+    /// push done by hand with the engine's own steps: frozen, maybe sent,
+    /// maybe partly settled — then the process dies.
+    private func crash(_ device: SimDevice) async throws {
+        if random.chance(0.5) {
+            count(.crashMidPush)
+            try await partialPushThenCrash(device)
+        } else {
+            trace("\(device.name) crashes between transactions")
+        }
+        try device.crashAndReopen(engineConfiguration: engineConfiguration, world: self)
+    }
+
+    private func partialPushThenCrash(_ device: SimDevice) async throws {
+        let batch = try device.store.freezeBatch(
+            maxCount: engineConfiguration.pushBatchChangesMax, maxBytes: engineConfiguration.pushBatchBytesMax)
+        trace("\(device.name) froze \(batch.count) changes, then ...")
+        guard !batch.isEmpty, random.chance(0.7) else { return }
+        let deviceID = try device.store.device().id
+        let request = PushRequest(device: deviceID, changes: batch.compactMap(SimWire.change))
+        let response: PushResponse
+        do {
+            response = try await device.transport.push(request)
+        } catch {
+            trace("\(device.name) push failed (\(error)) and the device crashes")
+            return
+        }
+        device.dirtyTokens = try device.tokensInDirtyNotes()
+        let settled = random.int(0...response.results.count)
+        for result in response.results.prefix(settled) {
+            guard let outcome = SimWire.outcome(result.outcome) else { continue }
+            try device.store.settle(result.changeId, outcome: outcome)
+        }
+        trace("\(device.name) settled \(settled) of \(response.results.count) answers and crashes")
+    }
+
+    // MARK: Server faults
+
+    private func reopenServer() throws {
+        serverStore = try SQLiteServerStore(path: serverPath, options: .init(readers: 1))
+        let time = self.time
+        let clock = ServerClock { Date(timeIntervalSince1970: Double(time.now + time.serverJump) / 1e9) }
+        server = SyncServer(store: serverStore, configuration: serverConfiguration, clock: clock)
+    }
+
+    private func restartServer() async throws {
+        count(.serverRestart)
+        trace("server restarts")
+        await serverStore.close()
+        try reopenServer()
+    }
+
+    private func copyDatabase(from source: String, to target: String) throws {
+        let manager = FileManager.default
+        for suffix in ["", "-wal", "-shm"] {
+            try? manager.removeItem(atPath: target + suffix)
+            if manager.fileExists(atPath: source + suffix) {
+                try manager.copyItem(atPath: source + suffix, toPath: target + suffix)
+            }
+        }
+    }
+
+    /// Takes a backup of the server (stopped for the copy), or puts an older
+    /// backup back and starts a new epoch, as `notesfs server new-epoch` does.
+    private func backupOrRestoreServer() async throws {
+        await serverStore.close()
+        if hasBackup && random.chance(0.6) {
+            count(.serverRestore)
+            try copyDatabase(from: backupPath, to: serverPath)
+            try reopenServer()
+            epoch = try await serverStore.newEpoch()
+            trace("server replaced by an older backup; new epoch \(epoch)")
+        } else {
+            try copyDatabase(from: serverPath, to: backupPath)
+            hasBackup = true
+            try reopenServer()
+            trace("server backed up")
+        }
+    }
+
+    /// Moves the server's clock past tombstone retention and purges: every
+    /// cursor from before is now too old.
+    private func expireCursors() async throws {
+        count(.cursorExpiry)
+        time.jumpServer(seconds: Int64(serverConfiguration.tombstoneRetentionSeconds) + 600)
+        let report = try await server.purgeExpired()
+        purgeGeneration += 1
+        trace("server clock jumps past retention; purged \(report.tombstones) tombstones, \(report.changeIds) change ids")
+    }
+
+    // MARK: Heal and quiesce
+
+    private func quiesce() async throws {
+        faultsEnabled = false
+        trace("faults stop; every device comes online and syncs to quiet")
+        for device in devices {
+            device.offlineUntilStep = -1
+            if try device.store.status().heldTombstones > 0 {
+                trace("\(device.name) confirms held deletes (--allow-mass-delete)")
+                try device.store.allowMassDelete(true)
+            }
+        }
+        for round in 0..<12 {
+            var allSucceeded = true
+            for device in devices {
+                try await sync(device)
+                if case .failed(let error) = try lastOutcome(device) {
+                    allSucceeded = false
+                    trace("\(device.name) quiet-sync round \(round) failed: \(error)")
+                }
+            }
+            if allSucceeded, try isQuiet() { return }
+        }
+        violation("the devices did not reach quiet in 12 rounds of fault-free syncs")
+    }
+
+    private func lastOutcome(_ device: SimDevice) throws -> SyncRunOutcome {
+        let state = try device.store.syncState()
+        return state.lastFailed ? .failed(.offline(state.lastError ?? "")) : .succeeded
+    }
+
+    func isQuiet() throws -> Bool {
+        let server = try serverSnapshot()
+        for device in devices {
+            if try device.store.status().pendingCount != 0 { return false }
+            if try device.snapshot() != server { return false }
+        }
+        return true
+    }
+}
+
+/// What one seed did and found.
+public struct SimResult: Sendable {
+    public var seed: UInt64
+    public var breakage: SimBreakage
+    public var configuration: SimConfiguration
+    public var violations: [String]
+    public var faultCounts: [SimFault: Int]
+    public var syncRuns: Int
+    public var operations: Int
+    public var trace: [String]
+
+    public var passed: Bool { violations.isEmpty }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import NotesSimulation
+import Testing
+
+/// The seeded chaos simulation (docs/simulation.md). A failing seed prints
+/// itself; replay it with `scripts/simulate --seed S --trace` or
+/// `NOTESFS_SIM_SEED=S swift test --filter SimulationTests`.
+@Suite struct SimulationTests {
+    /// The fixed range every test run covers.
+    static let ciSeeds: ClosedRange<UInt64> = 1...320
+
+    static var regressionFile: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("regression-seeds.txt").path
+    }
+
+    /// Runs seeds two at a time (the CI machine has two cores) and returns the failures.
+    static func failures(_ seeds: [UInt64], breakage: SimBreakage = .none) async -> [SimResult] {
+        var failed: [SimResult] = []
+        await withTaskGroup(of: SimResult.self) { group in
+            var iterator = seeds.makeIterator()
+            for _ in 0..<2 {
+                if let seed = iterator.next() { group.addTask { await Simulation.run(seed: seed, breakage: breakage) } }
+            }
+            while let result = await group.next() {
+                if !result.passed { failed.append(result) }
+                if let seed = iterator.next() { group.addTask { await Simulation.run(seed: seed, breakage: breakage) } }
+            }
+        }
+        return failed.sorted { $0.seed < $1.seed }
+    }
+
+    @Test func everySeedInTheFixedRangeKeepsEveryInvariant() async throws {
+        var seeds = Array(Self.ciSeeds)
+        if let only = ProcessInfo.processInfo.environment["NOTESFS_SIM_SEED"].flatMap(UInt64.init) { seeds = [only] }
+        let failed = await Self.failures(seeds)
+        for result in failed { Issue.record(Comment(rawValue: Simulation.describe(result))) }
+        #expect(failed.isEmpty, "failing seeds: \(failed.map(\.seed))")
+    }
+
+    @Test func everyRegressionSeedStillPasses() async throws {
+        let seeds = Simulation.regressionSeeds(fromFile: Self.regressionFile)
+        let failed = await Self.failures(seeds)
+        for result in failed { Issue.record(Comment(rawValue: Simulation.describe(result))) }
+        #expect(failed.isEmpty, "failing regression seeds: \(failed.map(\.seed))")
+    }
+
+    @Test func oneSeedReplaysTheSameRunExactly() async throws {
+        let first = await Simulation.run(seed: 7, trace: true)
+        let second = await Simulation.run(seed: 7, trace: true)
+        #expect(first.trace == second.trace)
+        #expect(first.trace.count > 20)
+        #expect(first.faultCounts == second.faultCounts)
+    }
+
+    @Test func theRunsReallyExerciseTheFaults() async throws {
+        var totals: [SimFault: Int] = [:]
+        for seed in UInt64(1)...40 {
+            let result = await Simulation.run(seed: seed)
+            totals.merge(result.faultCounts, uniquingKeysWith: +)
+        }
+        for fault in SimFault.allCases where fault != .offlineRequest {
+            #expect((totals[fault] ?? 0) > 0, "no run in 40 seeds exercised \(fault.rawValue)")
+        }
+    }
+
+    /// A broken variant must be caught within a few seeds.
+    static func firstCatch(_ breakage: SimBreakage, within seeds: ClosedRange<UInt64>) async -> SimResult? {
+        for seed in seeds {
+            let result = await Simulation.run(seed: seed, breakage: breakage)
+            if !result.passed { return result }
+        }
+        return nil
+    }
+
+    @Test func aMergeThatDropsTheLocalSideIsCaughtAsLostText() async throws {
+        let caught = try #require(await Self.firstCatch(.mergeDropsLocal, within: 1...12))
+        #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("dirty local text") })
+    }
+
+    @Test func aPullOverDirtyTextIsCaughtAsItHappens() async throws {
+        let caught = try #require(await Self.firstCatch(.pullOverDirty, within: 1...12))
+        #expect(caught.violations.contains { $0.contains("removed dirty local text") })
+    }
+
+    @Test func aServerWithoutIdempotencyIsCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
+        #expect(caught.violations.contains { $0.contains("answered differently on a retry") })
+    }
+}
