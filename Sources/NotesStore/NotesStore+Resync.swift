@@ -168,7 +168,12 @@ extension NotesStore {
                 serverNote?.folderID?.description, row.seq)
             let local = row.deleted ? nil : row.content
             if local != serverNote {
-                try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
+                // The restored server's row is no ancestor of ours (another machine
+                // may have written it since the restore): claim no base, so the
+                // push meets a conflict and merges instead of overwriting it.
+                try db.run(
+                    "UPDATE notes SET server_version = NULL, base_exists = 0, local_rev = local_rev + 1 WHERE seq = ?",
+                    row.seq)
                 try enqueue(db, kind: .note, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
             }
         case .folder:
