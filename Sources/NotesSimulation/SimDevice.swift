@@ -147,6 +147,20 @@ final class SimDevice: @unchecked Sendable {
         return tokens
     }
 
+    /// Live notes with their tokens, for the trace.
+    func describeNotes() throws -> String {
+        var parts = try reader.query(
+            "SELECT title, body, local_rev <> synced_rev, server_version, deleted FROM notes ORDER BY seq"
+        ) { row -> String in
+            let tokens = SimText.tokens(row.data(1)).sorted().map(String.init).joined(separator: ",")
+            let flags = (row.bool(4) ? "†" : "") + (row.bool(2) ? "*" : "")
+            return "\(row.string(0))\(flags)@\(row.optionalInt64(3).map(String.init) ?? "-"){\(tokens)}"
+        }
+        let pending = try reader.queryOne("SELECT count(*) FROM outbox") { $0.int(0) } ?? 0
+        parts.append("outbox=\(pending)")
+        return parts.joined(separator: " ")
+    }
+
     /// Live notes and folders as comparable lines (id, title, folder, bytes).
     func snapshot() throws -> [String] {
         try reader.readTransaction {

@@ -109,14 +109,18 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
         var query = [Endpoint.Query.limit: String(limit), Endpoint.Query.wait: String(waitSeconds)]
         if let since { query[Endpoint.Query.since] = since.rawValue }
         let (status, body) = try await send(Endpoint.changes, method: "GET", query: query)
-        return try TransportDecoding.decode(ChangesPage.self, status: status, body: body)
+        let page = try TransportDecoding.decode(ChangesPage.self, status: status, body: body)
+        world.trace("  \(world.devices[device].name) pulled \(page.changes.map { "\($0.id.uuidString.prefix(8))@\($0.version)\($0.deleted ? "†" : "")" }) next \(page.nextCursor.rawValue.suffix(6))")
+        return page
     }
 
     func index(after: String?, limit: Int) async throws(TransportError) -> IndexPage {
         var query = [Endpoint.Query.limit: String(limit)]
         if let after { query[Endpoint.Query.after] = after }
         let (status, body) = try await send(Endpoint.index, method: "GET", query: query)
-        return try TransportDecoding.decode(IndexPage.self, status: status, body: body)
+        let page = try TransportDecoding.decode(IndexPage.self, status: status, body: body)
+        world.trace("  \(world.devices[device].name) index \(page.entries.map { "\($0.id.uuidString.prefix(8))@\($0.version)" })")
+        return page
     }
 
     func fetch(_ request: FetchRequest) async throws(TransportError) -> FetchResponse {

@@ -86,6 +86,7 @@ extension SimWorld {
                         + "now \(Self.describe(result.outcome))")
             }
             answers[key] = earlier + [result.outcome]
+            trace("  server: \(change.kind.rawValue) \(change.id.uuidString.prefix(8)) \(change.op.rawValue) base \(change.baseVersion.map(String.init) ?? "nil") -> \(Self.describe(result.outcome))")
             switch result.outcome {
             case .refused(let reason, _):
                 if !isLegitimateRefusal(change, reason: reason, folders: folders) {

@@ -150,7 +150,7 @@ extension SimWorld {
             try device.store.write(entry.ref, offset: 0, bytes: body)
             wrote(body)
         }
-        trace("\(device.name) create \(directory)/\(title) (\(body.count) bytes)")
+        trace("\(device.name) create \(directory)/\(title) {\(Self.tokenList(body))}")
     }
 
     /// Adds, changes, deletes or moves lines, saved the way some editor saves.
@@ -237,6 +237,11 @@ extension SimWorld {
         }
         wrote(new)
         removedOnPurpose(old, keeping: new)
+        trace("  \(note.name): {\(Self.tokenList(old))} -> {\(Self.tokenList(new))}")
+    }
+
+    static func tokenList(_ data: Data) -> String {
+        SimText.tokens(data).sorted().map(String.init).joined(separator: ",")
     }
 
     private func renameNote(_ device: SimDevice, _ note: SimItem, directories: [DirectoryRef]) throws {

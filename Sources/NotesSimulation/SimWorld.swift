@@ -203,6 +203,7 @@ public final class SimWorld: @unchecked Sendable {
         trace("\(device.name) sync starts")
         let outcome = await device.engine.sync()
         trace("\(device.name) sync ended: \(outcome)")
+        if traceEnabled { let notes = try device.describeNotes(); trace("\(device.name) now holds \(notes)") }
         if case .storeFailed(let reason) = outcome {
             violation("\(device.name): the store failed during sync: \(reason)")
         }
