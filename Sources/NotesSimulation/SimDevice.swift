@@ -135,13 +135,17 @@ final class SimDevice: @unchecked Sendable {
         return tokens
     }
 
-    /// Tokens in notes with local edits not yet confirmed by the server.
+    /// Tokens this device typed into notes that the server has not confirmed
+    /// yet: in a dirty note's body and not in its base.
     func tokensInDirtyNotes() throws -> Set<Int> {
         var tokens = Set<Int>()
         try reader.forEachRow(
-            "SELECT body FROM notes WHERE deleted = 0 AND local_rev <> synced_rev", arguments: []
+            """
+            SELECT body, CASE base_exists WHEN 1 THEN base_body ELSE x'' END FROM notes
+            WHERE deleted = 0 AND local_rev <> synced_rev
+            """, arguments: []
         ) { row in
-            tokens.formUnion(SimText.tokens(row.data(0)))
+            tokens.formUnion(SimText.tokens(row.data(0)).subtracting(SimText.tokens(row.data(1))))
             return true
         }
         return tokens

@@ -13,8 +13,10 @@ import SyncServer
 final class SimTransport: SyncTransport, @unchecked Sendable {
     unowned let world: SimWorld
     let device: Int
-    /// The last reply delivered per route, for late (out of order) replies.
-    private var lastReplies: [String: (Int, Data)] = [:]
+    /// The last reply to each distinct request (method, path, query, body), for
+    /// late replies: an earlier answer to the same request arriving instead
+    /// of the fresh one (HTTP never pairs a reply with a different request).
+    private var lastReplies: [String: (body: Data, reply: (Int, Data))] = [:]
     /// `noIdempotency` breakage: ids already sent once, and the fresh id → original id map.
     private var sentChangeIDs = Set<ChangeID>()
     private var originalIDs: [ChangeID: ChangeID] = [:]
@@ -29,13 +31,14 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
         push: PushRequest? = nil
     ) async throws(TransportError) -> (Int, Data) {
         let fault = world.drawFault(device: device, route: route)
+        let key = "\(method) \(route) " + query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
         let request = ServerRequest(
             method: method, path: route, query: query, authorization: "Bearer \(world.token)", body: body)
         if push != nil { world.maybeEditInFlight(device: device, moment: "before the server saw the push") }
         switch fault {
         case nil:
             let reply = await handle(request, push: push)
-            lastReplies[route] = reply
+            lastReplies[key] = (body, reply)
             if push != nil { world.maybeEditInFlight(device: device, moment: "before the reply arrived") }
             return reply
         case .offlineRequest?, .loseRequest?:
@@ -51,13 +54,15 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
         case .duplicate?:
             _ = await handle(request, push: push)
             let reply = await handle(request, push: push)
-            lastReplies[route] = reply
+            lastReplies[key] = (body, reply)
             return reply
         case .lateReply?:
             let fresh = await handle(request, push: push)
-            guard let stale = lastReplies[route] else { throw .offline("reply lost (late)") }
-            lastReplies[route] = fresh
-            return stale
+            guard let stale = lastReplies[key], stale.body == body else {
+                lastReplies[key] = (body, fresh)
+                throw .offline("reply lost (it comes late)")
+            }
+            return stale.reply
         case .serverError?:
             return (500, Data(#"{"error":{"code":"internal","message":"injected"}}"#.utf8))
         case .malformedReply?:

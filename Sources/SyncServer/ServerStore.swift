@@ -40,7 +40,9 @@ public protocol ServerStore: Sendable {
     func epoch() async throws -> String
 
     /// Replaces the epoch, so every client cursor answers `410` and clients
-    /// resync. Run after restoring the store from a backup.
+    /// resync, and moves every account's counter far ahead, so versions the
+    /// lost history issued are never issued again. Run after restoring the
+    /// store from a backup.
     func newEpoch() async throws -> String
 
     /// The token with this public id, if any.
