@@ -98,7 +98,7 @@ let package = Package(
         .testTarget(
             name: "SimulationTests",
             dependencies: ["NotesSimulation"],
-            exclude: ["regression-seeds.txt"]
+            exclude: ["regression-seeds.txt", "known-issue-seeds.txt"]
         ),
         .testTarget(
             name: "NotesFSTests",

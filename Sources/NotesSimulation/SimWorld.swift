@@ -107,8 +107,9 @@ public final class SimWorld: @unchecked Sendable {
         self.trace("seed \(seed) breakage=\(breakage.rawValue) \(configuration)")
     }
 
-    /// Removes the run's files.
-    public func remove() {
+    /// Stops the server's writer thread and removes the run's files.
+    public func remove() async {
+        await serverStore.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

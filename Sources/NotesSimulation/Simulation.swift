@@ -31,8 +31,9 @@ public enum Simulation {
                 violations: ["cannot set up the world: \(error)"], faultCounts: [:], syncRuns: 0, operations: 0,
                 trace: [])
         }
-        defer { world.remove() }
-        return await world.run()
+        let result = await world.run()
+        await world.remove()
+        return result
     }
 
     /// Seeds listed in a regression file: one per line, `#` starts a comment.

@@ -7,11 +7,14 @@ import Testing
 /// `NOTESFS_SIM_SEED=S swift test --filter SimulationTests`.
 @Suite struct SimulationTests {
     /// The fixed range every test run covers.
-    static let ciSeeds: ClosedRange<UInt64> = 1...320
+    static let ciSeeds: ClosedRange<UInt64> = 1...500
 
-    static var regressionFile: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("regression-seeds.txt").path
+    static func seedFile(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(name).path
     }
+
+    static var regressionSeeds: [UInt64] { Simulation.regressionSeeds(fromFile: seedFile("regression-seeds.txt")) }
+    static var knownIssueSeeds: [UInt64] { Simulation.regressionSeeds(fromFile: seedFile("known-issue-seeds.txt")) }
 
     /// Runs seeds two at a time (the CI machine has two cores) and returns the failures.
     static func failures(_ seeds: [UInt64], breakage: SimBreakage = .none) async -> [SimResult] {
@@ -30,7 +33,8 @@ import Testing
     }
 
     @Test func everySeedInTheFixedRangeKeepsEveryInvariant() async throws {
-        var seeds = Array(Self.ciSeeds)
+        let known = Set(Self.knownIssueSeeds)
+        var seeds = Self.ciSeeds.filter { !known.contains($0) }
         if let only = ProcessInfo.processInfo.environment["NOTESFS_SIM_SEED"].flatMap(UInt64.init) { seeds = [only] }
         let failed = await Self.failures(seeds)
         for result in failed { Issue.record(Comment(rawValue: Simulation.describe(result))) }
@@ -38,10 +42,22 @@ import Testing
     }
 
     @Test func everyRegressionSeedStillPasses() async throws {
-        let seeds = Simulation.regressionSeeds(fromFile: Self.regressionFile)
+        let seeds = Self.regressionSeeds
+        #expect(!seeds.isEmpty)
         let failed = await Self.failures(seeds)
         for result in failed { Issue.record(Comment(rawValue: Simulation.describe(result))) }
         #expect(failed.isEmpty, "failing regression seeds: \(failed.map(\.seed))")
+    }
+
+    /// Seeds failing because of a reported, unfixed bug still fail — and the
+    /// day they pass, this test says so.
+    @Test func knownIssueSeedsStillShowTheirBug() async throws {
+        for seed in Self.knownIssueSeeds {
+            let result = await Simulation.run(seed: seed)
+            withKnownIssue("seed \(seed) fails until its bug is fixed (known-issue-seeds.txt)") {
+                #expect(result.passed, "\(Simulation.describe(result))")
+            }
+        }
     }
 
     @Test func oneSeedReplaysTheSameRunExactly() async throws {
