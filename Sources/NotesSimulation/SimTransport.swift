@@ -115,7 +115,7 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
         if let since { query[Endpoint.Query.since] = since.rawValue }
         let (status, body) = try await send(Endpoint.changes, method: "GET", query: query)
         let page = try TransportDecoding.decode(ChangesPage.self, status: status, body: body)
-        world.trace("  \(world.devices[device].name) pulled \(page.changes.map { "\($0.id.uuidString.prefix(8))@\($0.version)\($0.deleted ? "†" : "")" }) next \(page.nextCursor.rawValue.suffix(6))")
+        world.trace("  \(world.devices[device].name) pulled \(page.changes.map { "\($0.id.uuidString.prefix(8))@\($0.version)\($0.deleted ? "†" : "")" }) next \(page.nextCursor.counter.map(String.init) ?? "?")")
         return page
     }
 

@@ -286,7 +286,7 @@ public final class SimWorld: @unchecked Sendable {
             try copyDatabase(from: backupPath, to: serverPath)
             try reopenServer()
             epoch = try await serverStore.newEpoch()
-            trace("server replaced by an older backup; new epoch \(epoch)")
+            trace("server replaced by an older backup; new epoch")
         } else {
             try copyDatabase(from: serverPath, to: backupPath)
             hasBackup = true
