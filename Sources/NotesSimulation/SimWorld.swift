@@ -197,7 +197,8 @@ public final class SimWorld: @unchecked Sendable {
     }
 
     /// One engine run on `device`; a crash requested by the transport happens when it returns.
-    func sync(_ device: SimDevice) async throws {
+    @discardableResult
+    func sync(_ device: SimDevice) async throws -> SyncRunOutcome {
         if breakage == .pullOverDirty { try forceApplyPulled(device) }
         device.dirtyTokens = try device.tokensInDirtyNotes()
         syncRuns += 1
@@ -213,6 +214,7 @@ public final class SimWorld: @unchecked Sendable {
             trace("\(device.name) crashes during its sync")
             try device.crashAndReopen(engineConfiguration: engineConfiguration, world: self)
         }
+        return outcome
     }
 
     /// A crash between two transactions. Half the time in the middle of a
@@ -320,20 +322,22 @@ public final class SimWorld: @unchecked Sendable {
         for round in 0..<12 {
             var allSucceeded = true
             for device in devices {
-                try await sync(device)
-                if case .failed(let error) = try lastOutcome(device) {
+                let outcome = try await sync(device)
+                switch outcome {
+                case .succeeded: break
+                case .held(let reason):
+                    // The person confirms the deletions (notesfs sync --allow-mass-delete).
                     allSucceeded = false
-                    trace("\(device.name) quiet-sync round \(round) failed: \(error)")
+                    trace("\(device.name) confirms held deletions: \(reason)")
+                    try device.store.allowMassDelete(true)
+                default:
+                    allSucceeded = false
+                    trace("\(device.name) quiet-sync round \(round) failed: \(outcome)")
                 }
             }
             if allSucceeded, try isQuiet() { return }
         }
         violation("the devices did not reach quiet in 12 rounds of fault-free syncs")
-    }
-
-    private func lastOutcome(_ device: SimDevice) throws -> SyncRunOutcome {
-        let state = try device.store.syncState()
-        return state.lastFailed ? .failed(.offline(state.lastError ?? "")) : .succeeded
     }
 
     func isQuiet() throws -> Bool {
