@@ -348,6 +348,10 @@ extension NotesStore {
         if let result, result != remote {
             try db.run("UPDATE folders SET local_rev = local_rev + 1 WHERE id = ?", row.id.description)
             try enqueue(db, kind: .folder, id: row.id.description, op: "put", commit: &commit)
+        } else if result == nil, remote != nil {
+            // Our delete stands (the server's copy equals our base): send it on the server's version.
+            try db.run("UPDATE folders SET local_rev = local_rev + 1 WHERE id = ?", row.id.description)
+            try enqueue(db, kind: .folder, id: row.id.description, op: "delete", commit: &commit)
         }
     }
 
