@@ -17,7 +17,7 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case loseRequest = "lost-request"
     case loseReply = "lost-reply"
     case duplicate = "duplicated"
-    case lateReply = "late-reply"
+    case lateReply = "delayed-request"
     case serverError = "server-error"
     case malformedReply = "malformed-reply"
     case offlineRequest = "offline-request"

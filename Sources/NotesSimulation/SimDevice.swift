@@ -63,7 +63,7 @@ final class SimDevice: @unchecked Sendable {
     var offlineUntilStep = -1
     /// Set by the transport: the device dies when the current run returns.
     var crashPending = false
-    /// Tokens in this device's dirty notes when the current sync began: no
+    /// Tokens in this device's dirty notes before the latest commit: no
     /// remote commit may take them away.
     var dirtyTokens = Set<Int>()
     var crashes = 0
@@ -98,6 +98,9 @@ final class SimDevice: @unchecked Sendable {
         observerID = store.addObserver { [unowned self, unowned world] commit in
             guard commit.origin == .remote else { return }
             world.checkDirtyTextSurvives(self, after: "a remote commit")
+            // Text the server confirmed is no longer this device's to keep:
+            // another device may move or remove it, and a later page brings that.
+            self.dirtyTokens = (try? self.tokensInDirtyNotes()) ?? []
         }
     }
 

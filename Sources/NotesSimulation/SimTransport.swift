@@ -13,10 +13,6 @@ import SyncServer
 final class SimTransport: SyncTransport, @unchecked Sendable {
     unowned let world: SimWorld
     let device: Int
-    /// The last reply to each distinct request (method, path, query, body), for
-    /// late replies: an earlier answer to the same request arriving instead
-    /// of the fresh one (HTTP never pairs a reply with a different request).
-    private var lastReplies: [String: (body: Data, reply: (Int, Data))] = [:]
     /// `noIdempotency` breakage: ids already sent once, and the fresh id → original id map.
     private var sentChangeIDs = Set<ChangeID>()
     private var originalIDs: [ChangeID: ChangeID] = [:]
@@ -31,14 +27,12 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
         push: PushRequest? = nil
     ) async throws(TransportError) -> (Int, Data) {
         let fault = world.drawFault(device: device, route: route)
-        let key = "\(method) \(route) " + query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
         let request = ServerRequest(
             method: method, path: route, query: query, authorization: "Bearer \(world.token)", body: body)
         if push != nil { world.maybeEditInFlight(device: device, moment: "before the server saw the push") }
         switch fault {
         case nil:
             let reply = await handle(request, push: push)
-            lastReplies[key] = (body, reply)
             if push != nil { world.maybeEditInFlight(device: device, moment: "before the reply arrived") }
             return reply
         case .offlineRequest?, .loseRequest?:
@@ -53,16 +47,14 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
             throw .offline("device crashed")
         case .duplicate?:
             _ = await handle(request, push: push)
-            let reply = await handle(request, push: push)
-            lastReplies[key] = (body, reply)
-            return reply
+            return await handle(request, push: push)
         case .lateReply?:
-            let fresh = await handle(request, push: push)
-            guard let stale = lastReplies[key], stale.body == body else {
-                lastReplies[key] = (body, fresh)
-                throw .offline("reply lost (it comes late)")
+            // The request is held up in the network and reaches the server
+            // later, after requests sent after it; its answer goes nowhere.
+            if let push {
+                world.delayedPushes.append((device: device, request: request, push: push, originals: originalIDs))
             }
-            return stale.reply
+            throw .offline("no answer yet (the request is delayed)")
         case .serverError?:
             return (500, Data(#"{"error":{"code":"internal","message":"injected"}}"#.utf8))
         case .malformedReply?:
@@ -76,11 +68,7 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
     /// One delivery to the server; push answers are recorded for the
     /// idempotency and refusal invariants.
     private func handle(_ request: ServerRequest, push: PushRequest?) async -> (Int, Data) {
-        let before = push.map { world.serverFoldersBeforePush($0) } ?? nil
-        let response = await world.server.handle(request)
-        if let push { world.recordPushAnswer(device: device, request: push, status: response.status,
-                                             body: response.body, foldersBefore: before, originals: originalIDs) }
-        return (response.status, response.body)
+        await world.deliver(request, push: push, device: device, originals: originalIDs)
     }
 
     func push(_ request: PushRequest) async throws(TransportError) -> PushResponse {

@@ -40,6 +40,8 @@ public final class SimWorld: @unchecked Sendable {
 
     // Faults
     var faultsEnabled = true
+    /// Pushes held up in the network, delivered at a later step.
+    var delayedPushes: [(device: Int, request: ServerRequest, push: PushRequest, originals: [ChangeID: ChangeID])] = []
     var faultCounts: [SimFault: Int] = [:]
     var syncRuns = 0
     var operations = 0
@@ -154,6 +156,7 @@ public final class SimWorld: @unchecked Sendable {
             for current in 0..<configuration.steps {
                 step = current
                 time.advance(seconds: Int64(random.int(1...120)))
+                if !delayedPushes.isEmpty, random.chance(0.3) { await deliverDelayedPushes() }
                 try await performStep()
             }
             step = configuration.steps
@@ -253,6 +256,31 @@ public final class SimWorld: @unchecked Sendable {
         trace("\(device.name) settled \(settled) of \(response.results.count) answers and crashes")
     }
 
+    /// One delivery to the server; push answers are recorded for the
+    /// idempotency and refusal invariants.
+    func deliver(
+        _ request: ServerRequest, push: PushRequest?, device: Int, originals: [ChangeID: ChangeID]
+    ) async -> (Int, Data) {
+        let before = push.map { serverFoldersBeforePush($0) } ?? nil
+        let response = await server.handle(request)
+        if let push {
+            recordPushAnswer(
+                device: device, request: push, status: response.status, body: response.body, foldersBefore: before,
+                originals: originals)
+        }
+        return (response.status, response.body)
+    }
+
+    /// Delayed pushes finally reach the server, oldest first; nobody hears the answers.
+    func deliverDelayedPushes() async {
+        let due = delayedPushes
+        delayedPushes = []
+        for delayed in due {
+            trace("a delayed push from \(devices[delayed.device].name) reaches the server")
+            _ = await deliver(delayed.request, push: delayed.push, device: delayed.device, originals: delayed.originals)
+        }
+    }
+
     // MARK: Server faults
 
     private func reopenServer() throws {
@@ -310,6 +338,7 @@ public final class SimWorld: @unchecked Sendable {
     // MARK: Heal and quiesce
 
     private func quiesce() async throws {
+        await deliverDelayedPushes()
         faultsEnabled = false
         trace("faults stop; every device comes online and syncs to quiet")
         for device in devices {
