@@ -148,9 +148,12 @@ extension NotesStore {
         }
     }
 
-    /// After an epoch change: the restored server's row becomes the base; a
-    /// clean local row that differs from it is queued as an edit, so the
-    /// server gets every newer note back and nothing is deleted by the restore.
+    /// After an epoch change: the restored server's row becomes the base. A
+    /// local row that differs from it is merged with it right here, with no
+    /// common ancestor (the restored row is no ancestor of ours: another
+    /// machine may have written it since the restore), and the result is
+    /// queued as an edit — so the server gets every newer note back, nothing
+    /// is deleted by the restore, and nothing written since is overwritten.
     private func rebase(_ db: Connection, onto entity: RemoteEntity, commit: inout StoreCommit) throws {
         switch entity.kind {
         case .note:
@@ -160,21 +163,24 @@ extension NotesStore {
                 return
             }
             let serverNote = entity.deleted ? nil : entity.note
-            try db.run(
-                """
-                UPDATE notes SET server_version = ?, base_exists = ?, base_title = ?, base_body = ?, base_folder_id = ?
-                WHERE seq = ?
-                """, entity.version, serverNote != nil, serverNote?.title, serverNote?.body,
-                serverNote?.folderID?.description, row.seq)
             let local = row.deleted ? nil : row.content
-            if local != serverNote {
-                // The restored server's row is no ancestor of ours (another machine
-                // may have written it since the restore): claim no base, so the
-                // push meets a conflict and merges instead of overwriting it.
+            guard local != serverNote else {
                 try db.run(
-                    "UPDATE notes SET server_version = NULL, base_exists = 0, local_rev = local_rev + 1 WHERE seq = ?",
-                    row.seq)
-                try enqueue(db, kind: .note, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
+                    """
+                    UPDATE notes SET server_version = ?, base_exists = ?, base_title = ?, base_body = ?, base_folder_id = ?
+                    WHERE seq = ?
+                    """, entity.version, serverNote != nil, serverNote?.title, serverNote?.body,
+                    serverNote?.folderID?.description, row.seq)
+                return
+            }
+            let merged = configuration.mergeNote(nil, local, serverNote)
+            try writeNote(db, row, to: merged.result, server: entity, commit: &commit)
+            if let result = merged.result, result != serverNote {
+                try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
+                try enqueue(db, kind: .note, id: entity.entityID, op: "put", commit: &commit)
+            }
+            if let copy = merged.conflictCopy {
+                _ = try makeConflictCopy(db, of: row, copy: copy, changeID: ChangeID(newUUID()), commit: &commit)
             }
         case .folder:
             guard let id = FolderID(entity.entityID) else { return }
