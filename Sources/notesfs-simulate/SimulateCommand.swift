@@ -97,7 +97,10 @@ struct SimulateCommand {
         }
         print(summary(results, seconds: Date().timeIntervalSince(started)))
         if !failures.isEmpty {
-            print("failing seeds: " + failures.map { String($0.seed) }.sorted().joined(separator: " "))
+            let restored = failures.filter { ($0.faultCounts[.serverRestore] ?? 0) > 0 }.map(\.seed).sorted()
+            let others = failures.filter { ($0.faultCounts[.serverRestore] ?? 0) == 0 }.map(\.seed).sorted()
+            print("failing seeds after a server restore: " + restored.map(String.init).joined(separator: " "))
+            print("failing seeds without a restore: " + others.map(String.init).joined(separator: " "))
         }
         exit(failures.isEmpty ? 0 : 1)
     }
