@@ -120,7 +120,8 @@ struct SimulateCommand {
         ]
         for fault in SimFault.allCases {
             let total = totals[fault] ?? 0
-            lines.append(String(format: "  %-26@ %8d  %6.2f", fault.rawValue as NSString, total, Double(total) / Double(runs)))
+            let name = fault.rawValue.padding(toLength: 26, withPad: " ", startingAt: 0)
+            lines.append("  " + name + String(format: " %8d  %6.2f", total, Double(total) / Double(runs)))
         }
         return lines.joined(separator: "\n")
     }
