@@ -87,6 +87,9 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
                 }
             }
         }
+        if world.staleAfterRestore.contains(device), sent.changes.contains(where: { $0.baseVersion != nil }) {
+            world.staleBasePushes += 1
+        }
         let (status, body) = try await send(
             Endpoint.push, method: "POST", body: TransportDecoding.encode(sent), push: sent)
         var response = try TransportDecoding.decode(PushResponse.self, status: status, body: body)
@@ -112,6 +115,7 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
         if let after { query[Endpoint.Query.after] = after }
         let (status, body) = try await send(Endpoint.index, method: "GET", query: query)
         let page = try TransportDecoding.decode(IndexPage.self, status: status, body: body)
+        if page.epoch == world.epoch { world.staleAfterRestore.remove(device) }
         world.trace("  \(world.devices[device].name) index \(page.entries.map { "\($0.id.uuidString.prefix(8))@\($0.version)" })")
         return page
     }

@@ -45,6 +45,10 @@ public final class SimWorld: @unchecked Sendable {
     var faultCounts: [SimFault: Int] = [:]
     var syncRuns = 0
     var operations = 0
+    /// Devices that have not resynced since the server was restored.
+    var staleAfterRestore = Set<Int>()
+    /// Pushes that carried a base version from before a restore (the device had not resynced yet).
+    var staleBasePushes = 0
 
     // Text bookkeeping
     var nextToken = 1
@@ -167,7 +171,8 @@ public final class SimWorld: @unchecked Sendable {
         }
         return SimResult(
             seed: seed, breakage: breakage, configuration: configuration, violations: violations,
-            faultCounts: faultCounts, syncRuns: syncRuns, operations: operations, trace: traceLines)
+            faultCounts: faultCounts, syncRuns: syncRuns, operations: operations, staleBasePushes: staleBasePushes,
+            trace: traceLines)
     }
 
     private func performStep() async throws {
@@ -316,6 +321,7 @@ public final class SimWorld: @unchecked Sendable {
             try copyDatabase(from: backupPath, to: serverPath)
             try reopenServer()
             epoch = try await serverStore.newEpoch()
+            staleAfterRestore = Set(devices.indices)
             trace("server replaced by an older backup; new epoch")
         } else {
             try copyDatabase(from: serverPath, to: backupPath)
@@ -388,6 +394,8 @@ public struct SimResult: Sendable {
     public var faultCounts: [SimFault: Int]
     public var syncRuns: Int
     public var operations: Int
+    /// Pushes on a base version from before a server restore (see docs/simulation.md "Known issues").
+    public var staleBasePushes: Int = 0
     public var trace: [String]
 
     public var passed: Bool { violations.isEmpty }

@@ -50,6 +50,9 @@ public enum Simulation {
         var lines = ["seed \(result.seed) FAILED (\(result.breakage.rawValue)): \(result.configuration)"]
         lines += result.violations.prefix(12).map { "  - \($0)" }
         if result.violations.count > 12 { lines.append("  … \(result.violations.count - 12) more") }
+        if result.staleBasePushes > 0 {
+            lines.append("  (\(result.staleBasePushes) pushes went out on bases from before a server restore)")
+        }
         lines.append("  replay: scripts/simulate --seed \(result.seed) --trace")
         return lines.joined(separator: "\n")
     }
