@@ -87,6 +87,12 @@ enum FuseCallbacks {
             return
         }
         let dispatcher = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue()
+        let started = dispatcher.statistics == nil ? 0 : DispatchTime.now().uptimeNanoseconds
+        defer {
+            if let statistics = dispatcher.statistics {
+                statistics.record(operation, nanoseconds: DispatchTime.now().uptimeNanoseconds &- started)
+            }
+        }
         let reply: Reply
         do {
             reply = try RequestMarker.serving { try body(dispatcher) }
