@@ -34,9 +34,10 @@ static inline void cfuse_fi_set_open(struct fuse_file_info *fi, uint64_t fh, int
     fi->keep_cache = keep_cache ? 1 : 0;
     fi->direct_io = direct_io ? 1 : 0;
 }
-static inline void cfuse_fi_set_dir(struct fuse_file_info *fi, uint64_t fh, int cache_readdir) {
+static inline void cfuse_fi_set_dir(struct fuse_file_info *fi, uint64_t fh, int cache_readdir, int keep_cache) {
     fi->fh = fh;
     fi->cache_readdir = cache_readdir ? 1 : 0;
+    fi->keep_cache = keep_cache ? 1 : 0;
 }
 
 // FUSE_ARGS_INIT is a macro.

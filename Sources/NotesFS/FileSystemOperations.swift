@@ -31,7 +31,9 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     func flush(inode: UInt64, handle: UInt64) throws
     func release(inode: UInt64, handle: UInt64)
     func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws
-    func openDirectory(inode: UInt64) throws -> UInt64
+    /// Opens a directory. The reply's `keepCache` lets the kernel cache the
+    /// listing and keep the listing it cached at an earlier open.
+    func openDirectory(inode: UInt64) throws -> OpenReply
     /// Lists entries after `offset` (0 = from the start; otherwise the `offset`
     /// of the last entry already returned). `add` returns false when the
     /// kernel's buffer is full; an entry for which it returned false was not

@@ -14,13 +14,13 @@ final class InodeTable: Sendable {
         /// The entry, or nil once detached.
         var ref: EntryRef?
         var lookups: UInt64
-        /// (size, mtime) when the kernel last opened it: equal means its cached pages are current.
-        var openedVersion: ContentVersion?
-    }
-
-    struct ContentVersion: Equatable {
-        var size: Int64
-        var modifiedNanoseconds: Int64
+        /// True once the kernel opened it and nothing changed it behind the
+        /// kernel's back since: the pages (or, for a directory, the listing)
+        /// the kernel cached are current. Changes made through the kernel keep
+        /// its caches right (no writeback cache: writes go through the page
+        /// cache to us); every other change clears this flag and is
+        /// invalidated explicitly.
+        var cacheTrusted = false
     }
 
     private struct State {
@@ -104,20 +104,21 @@ final class InodeTable: Sendable {
         }
     }
 
-    /// Records the version the kernel now caches for `inode`; returns true
-    /// when it equals the previous one (so the kernel may keep its pages).
-    func noteOpened(_ inode: UInt64, version: ContentVersion) -> Bool {
+    /// Records that the kernel opened `inode` and now caches what it reads
+    /// from it; returns true when its earlier cache is still current (so the
+    /// kernel may keep its pages or listing).
+    func noteOpened(_ inode: UInt64) -> Bool {
         state.withLock { state in
             guard state.nodes[inode] != nil else { return false }
-            let same = state.nodes[inode]?.openedVersion == version
-            state.nodes[inode]?.openedVersion = version
-            return same
+            let trusted = state.nodes[inode]?.cacheTrusted ?? false
+            state.nodes[inode]?.cacheTrusted = true
+            return trusted
         }
     }
 
-    /// Forgets the cached version (the content changed behind the kernel's back).
-    func clearOpenedVersion(_ inode: UInt64) {
-        state.withLock { $0.nodes[inode]?.openedVersion = nil }
+    /// The kernel's cache of `inode` is stale (changed behind its back).
+    func distrustCache(_ inode: UInt64) {
+        state.withLock { $0.nodes[inode]?.cacheTrusted = false }
     }
 
     /// Every inode the kernel holds that still stands for an entry.

@@ -64,13 +64,30 @@ extension NotesFileSystem {
         }
     }
 
-    public func openDirectory(inode: UInt64) throws -> UInt64 {
+    public func openDirectory(inode: UInt64) throws -> OpenReply {
         if ControlDirectory.owns(inode) {
-            return try handles.open(.directory(inode: inode))
+            // Generated listings (history) change without notice: never cached.
+            return OpenReply(handle: try handles.open(.directory(inode: inode)), keepCache: false, directIO: true)
         }
         guard try resolve(inode).directory != nil else { throw FileSystemError.notADirectory }
-        return try handles.open(.directory(inode: inode))
+        let handle = try handles.open(.directory(inode: inode))
+        guard Self.cachesListings else { return OpenReply(handle: handle, keepCache: false, directIO: true) }
+        // The kernel caches the listing (cache_readdir) and keeps it across
+        // opens until it changes: the kernel resets it itself for changes it
+        // makes (create, unlink, rename, mkdir in this directory), and every
+        // other change invalidates the directory's inode (NotesMount).
+        return OpenReply(handle: handle, keepCache: inodes.noteOpened(inode), directIO: false)
     }
+
+    /// Whether the kernel may cache directory listings (`cache_readdir`).
+    /// Off, measured: a listing served from the kernel's cache brings no
+    /// attributes, and since every read marks the file's atime stale in the
+    /// kernel, the next `stat` of each file (a second `grep -r`) then costs one
+    /// getattr round trip per file, where readdirplus refreshes a hundred
+    /// files' attributes in one request. The invalidation of listings (the
+    /// directory's inode, for names changed behind the kernel's back) is kept
+    /// either way.
+    static let cachesListings = false
 
     public func releaseDirectory(inode: UInt64, handle: UInt64) {
         handles.close(handle)

@@ -10,6 +10,15 @@ extension NotesFileSystem {
             let handle = try handles.open(.generated(inode: inode, content: content))
             return OpenReply(handle: handle, keepCache: false, directIO: true)
         }
+        if !(flags.truncate && flags.canWrite), inodes.ref(for: inode) != nil {
+            // The common case answers from memory: the kernel only opens
+            // regular files here (directories go to opendir), the inode is
+            // attached to a live entry, and whether the kernel's pages are
+            // current is tracked without reading the store.
+            let keepCache = inodes.noteOpened(inode)
+            let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil))
+            return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
+        }
         let ref = try resolve(inode)
         guard var entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
         guard entry.kind != .directory else { throw FileSystemError.isADirectory }
@@ -19,9 +28,12 @@ extension NotesFileSystem {
                 try store.truncate(ref, to: 0)
                 entry.size = 0
             }
-            inodes.clearOpenedVersion(inode)
+            // The kernel drops its pages at this open; what it caches from
+            // here on comes through it and stays current.
+            inodes.distrustCache(inode)
+            _ = inodes.noteOpened(inode)
         } else {
-            keepCache = inodes.noteOpened(inode, version: Self.version(entry))
+            keepCache = inodes.noteOpened(inode)
         }
         let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil))
         return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
@@ -34,15 +46,15 @@ extension NotesFileSystem {
             throw FileSystemError.notPermitted
         }
         let directory = try directory(parent)
-        var entry = try store.createFile(
+        var (entry, inode) = try store.createFileNumbered(
             in: directory, name: name, mode: mode & 0o7777 & ~context.umask, exclusive: flags.exclusive)
         if entry.size > 0 && flags.truncate && flags.canWrite {
             // create() of a name that appeared since the kernel's lookup.
             try store.truncate(entry.ref, to: 0)
             entry.size = 0
         }
-        let reply = try handOut(entry)
-        _ = inodes.noteOpened(reply.attributes.inode, version: Self.version(entry))
+        let reply = handOut(entry, inode: inodes.inode(for: entry.ref) ?? inode)
+        _ = inodes.noteOpened(reply.attributes.inode)
         let handle = try handles.open(.file(inode: reply.attributes.inode, flags: flags, snapshot: nil))
         return (reply, OpenReply(handle: handle, keepCache: false, directIO: false))
     }

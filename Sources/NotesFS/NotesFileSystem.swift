@@ -82,7 +82,11 @@ public final class NotesFileSystem: FileSystemOperations {
 
     /// Hands `entry` to the kernel: counts the lookup and builds the reply.
     func handOut(_ entry: Entry) throws -> EntryReply {
-        let inode = try inodeNumber(for: entry.ref)
+        handOut(entry, inode: try inodeNumber(for: entry.ref))
+    }
+
+    /// Hands `entry` to the kernel under `inode`.
+    func handOut(_ entry: Entry, inode: UInt64) -> EntryReply {
         inodes.lookedUp(inode, ref: entry.ref)
         return reply(attributes(entry, inode: inode))
     }
@@ -94,10 +98,6 @@ public final class NotesFileSystem: FileSystemOperations {
                 inode: 0, kind: .regular, size: 0, permissions: 0, uid: 0, gid: 0, accessTimeNanoseconds: 0,
                 modificationTimeNanoseconds: 0, changeTimeNanoseconds: 0),
             generation: 0, entryTimeoutSeconds: CacheTimeouts.negativeEntrySeconds, attributeTimeoutSeconds: 0)
-    }
-
-    static func version(_ entry: Entry) -> InodeTable.ContentVersion {
-        InodeTable.ContentVersion(size: entry.size, modifiedNanoseconds: entry.modifiedNanoseconds)
     }
 
     /// Gives handles still open on the entry at `name` their own copy of its
