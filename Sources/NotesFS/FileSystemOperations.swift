@@ -50,8 +50,11 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     /// The attribute names (without their NUL separators).
     func extendedAttributeNames(inode: UInt64) throws -> [String]
     func removeExtendedAttribute(inode: UInt64, name: String) throws
-    /// Called once when the kernel connection is up (notifications may be sent after it).
-    func connected()
+    /// Called once when the kernel connection is up (notifications may be sent
+    /// after it). With `skipsOpens`, the file system answers `open` of a file
+    /// with ENOSYS and the kernel then opens files without asking (no open,
+    /// no release, handle 0, pages kept).
+    func connected(skipsOpens: Bool)
 }
 
 /// An error that already is an errno value, for the binding to send as it is.

@@ -234,16 +234,23 @@ enum FuseCallbacks {
 
     // MARK: Callbacks
 
+    /// `NOTESFS_OPEN_REQUESTS=1` keeps open/release requests for files (for
+    /// comparison and debugging); by default the kernel skips them.
+    static let openRequestsVariable = "NOTESFS_OPEN_REQUESTS"
+
     static func initialize(_ userdata: UnsafeMutableRawPointer?, _ connection: UnsafeMutablePointer<fuse_conn_info>?) {
         guard let userdata else { return }
         let dispatcher = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue()
+        var skipsOpens = false
         if let connection {
-            cfuse_conn_configure(connection, 1)
+            let wanted = ProcessInfo.processInfo.environment[Self.openRequestsVariable] != "1"
+            skipsOpens = cfuse_conn_configure(connection, 1, wanted ? 1 : 0) != 0
             dispatcher.log.info(
                 "FUSE connection: protocol \(connection.pointee.proto_major).\(connection.pointee.proto_minor), "
-                    + "max_write \(connection.pointee.max_write)")
+                    + "max_write \(connection.pointee.max_write), "
+                    + (skipsOpens ? "no open/release requests for files" : "open/release requests for files"))
         }
-        dispatcher.operations.connected()
+        dispatcher.operations.connected(skipsOpens: skipsOpens)
     }
 
     static func lookup(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?) {
@@ -277,7 +284,7 @@ enum FuseCallbacks {
         let fileHandle = handle(fileInfo)
         serve(req, "getattr") { dispatcher in
             let attributes = try dispatcher.operations.getAttributes(inode: inode, handle: fileHandle)
-            return .attributes(attributes, timeoutSeconds: CacheTimeouts.attributeSeconds)
+            return .attributes(attributes, timeoutSeconds: CacheTimeouts.attributeSeconds(of: inode))
         }
     }
 
@@ -306,7 +313,7 @@ enum FuseCallbacks {
         }
         serve(req, "setattr") { dispatcher in
             let result = try dispatcher.operations.setAttributes(inode: inode, changes: changes, handle: fileHandle)
-            return .attributes(result, timeoutSeconds: CacheTimeouts.attributeSeconds)
+            return .attributes(result, timeoutSeconds: CacheTimeouts.attributeSeconds(of: inode))
         }
     }
 
