@@ -201,8 +201,11 @@ public final class NotesFileSystem: FileSystemOperations {
 
     public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
         if let node = ControlDirectory.node(forInode: inode) {
-            if changes.size != nil || changes.permissions != nil { throw FileSystemError.notPermitted }
-            return try control.attributes(node, uid: ownerUID, gid: ownerGID)
+            // Truncation is how `open(…, "w")` of a control file reaches us
+            // when opens are skipped: refused as the open itself would be.
+            if changes.size != nil { throw FileSystemError.accessDenied }
+            if changes.permissions != nil { throw FileSystemError.notPermitted }
+            return try controlAttributes(node, inode: inode)
         }
         if let handle, let size = changes.size,
             let snapshot = handles.updateSnapshot(handle, { snapshot in
