@@ -38,6 +38,7 @@ let package = Package(
         .target(name: "SyncProtocol", dependencies: ["NotesModel"]),
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
+        .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol"]),
         .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
 
         // MARK: The command
@@ -66,7 +67,7 @@ let package = Package(
         // MARK: Tests
         .target(
             name: "TestSupport",
-            dependencies: ["NotesModel", "NotesStore", "SQLiteKit"],
+            dependencies: ["NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer"],
             path: "Tests/TestSupport"
         ),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
@@ -78,6 +79,10 @@ let package = Package(
         .testTarget(
             name: "NotesStoreTests",
             dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SyncEngineTests",
+            dependencies: ["SyncEngine", "SyncServer", "SyncProtocol", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
         ),
         .testTarget(
             name: "NotesFSTests",
