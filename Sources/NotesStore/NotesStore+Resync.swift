@@ -149,11 +149,11 @@ extension NotesStore {
     }
 
     /// After an epoch change: the restored server's row becomes the base. A
-    /// local row that differs from it is merged with it right here, with no
-    /// common ancestor (the restored row is no ancestor of ours: another
-    /// machine may have written it since the restore), and the result is
-    /// queued as an edit — so the server gets every newer note back, nothing
-    /// is deleted by the restore, and nothing written since is overwritten.
+    /// local row that differs from it is merged with it right here — on our
+    /// old base when the restored row is exactly that, else with no common
+    /// ancestor (another machine may have written the row since the restore)
+    /// — and the result is queued, so the server gets every newer note (and
+    /// delete) back and nothing written since the restore is overwritten.
     private func rebase(_ db: Connection, onto entity: RemoteEntity, commit: inout StoreCommit) throws {
         switch entity.kind {
         case .note:
@@ -173,11 +173,16 @@ extension NotesStore {
                     serverNote?.folderID?.description, row.seq)
                 return
             }
-            let merged = configuration.mergeNote(nil, local, serverNote)
+            // Our old base is a common ancestor only when the restored row is exactly it.
+            let knownBase = serverNote == row.base ? row.base : nil
+            let merged = configuration.mergeNote(knownBase, local, serverNote)
             try writeNote(db, row, to: merged.result, server: entity, commit: &commit)
             if let result = merged.result, result != serverNote {
                 try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
                 try enqueue(db, kind: .note, id: entity.entityID, op: "put", commit: &commit)
+            } else if merged.result == nil, serverNote != nil {
+                try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
+                try enqueue(db, kind: .note, id: entity.entityID, op: "delete", commit: &commit)
             }
             if let copy = merged.conflictCopy {
                 _ = try makeConflictCopy(db, of: row, copy: copy, changeID: ChangeID(newUUID()), commit: &commit)
