@@ -26,6 +26,11 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]
         ),
         .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "CFuse",
             pkgConfig: "fuse3",
             providers: [.apt(["libfuse3-dev", "fuse3"])]
@@ -36,7 +41,8 @@ let package = Package(
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
         .target(name: "SyncProtocol", dependencies: ["NotesModel"]),
-        .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit"]),
+        .target(name: "PostgresKit", dependencies: ["CPostgres"]),
+        .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
         .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
 
