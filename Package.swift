@@ -49,7 +49,7 @@ let package = Package(
         // MARK: The command
         .executableTarget(
             name: "notesfs",
-            dependencies: ["NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer"]
+            dependencies: ["NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "PostgresKit"]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
@@ -79,7 +79,9 @@ let package = Package(
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"]),
         .testTarget(
             name: "SyncServerTests",
-            dependencies: ["SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: [
+                "SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "PostgresKit", "TestSupport",
+            ]
         ),
         .testTarget(
             name: "NotesStoreTests",
