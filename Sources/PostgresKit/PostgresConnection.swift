@@ -28,6 +28,8 @@ public final class PostgresConnection {
             throw PostgresError(.connection, message: message)
         }
         handle = connection
+        // Server notices ("already exists, skipping") are not errors; keep them off stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
     }
 
     deinit { PQfinish(handle) }
