@@ -6,6 +6,11 @@ import Foundation
 /// (the pool hands it out that way), and every call blocks that thread.
 public final class PostgresConnection {
     private let handle: OpaquePointer
+    /// Statements prepared on this connection: SQL text → statement name.
+    /// Each distinct SQL text is parsed and planned once per connection.
+    private var prepared: [String: String] = [:]
+    /// Prepared statements kept at most; beyond it statements run unprepared.
+    public static let preparedStatementsMax = 256
 
     /// Connects. `conninfo` is a libpq connection string (`host=… dbname=…`
     /// or a `postgresql://` URI); its settings win over the defaults here.
@@ -97,10 +102,21 @@ public final class PostgresConnection {
                 buffers.append(copy(data))
             }
         }
+        var name = prepared[sql]
+        if name == nil && prepared.count < Self.preparedStatementsMax {
+            let fresh = "notesfs_\(prepared.count)"
+            _ = try check(PQprepare(handle, fresh, sql, Int32(arguments.count), types), sql: sql)
+            prepared[sql] = fresh
+            name = fresh
+        }
         let result: OpaquePointer? = buffers.withUnsafeBufferPointer { values in
             values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-                PQexecParams(
-                    handle, sql, Int32(arguments.count), types, values.baseAddress, lengths, formats, 1)
+                if let name {
+                    PQexecPrepared(handle, name, Int32(arguments.count), values.baseAddress, lengths, formats, 1)
+                } else {
+                    PQexecParams(
+                        handle, sql, Int32(arguments.count), types, values.baseAddress, lengths, formats, 1)
+                }
             }
         }
         return try check(result, sql: sql)

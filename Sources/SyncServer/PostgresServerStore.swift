@@ -186,6 +186,7 @@ public final class PostgresServerStore: ServerStore {
             let result = try retrying(connection) {
                 let transaction = PostgresPushTransaction(connection: connection, account: account)
                 let result = try body(transaction)
+                try transaction.flush()
                 applied = transaction.counterChanged
                 return result
             }
