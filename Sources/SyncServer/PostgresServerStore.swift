@@ -18,7 +18,8 @@ import SyncProtocol
 /// failures roll the whole transaction back and it runs again (at most
 /// `transactionAttemptsMax` times); nothing of a failed attempt stays.
 ///
-/// A push that applied something sends `pg_notify` after its commit, and a
+/// A push that applied something queues a `pg_notify` after its commit
+/// (`PostgresNotifier` batches them), and a
 /// listener in every process wakes that account's long polls
 /// (`onRemoteCommit`). `PostgreSQL` commits are durable before `COMMIT`
 /// returns (`synchronous_commit=on`, the default; do not turn it off).
@@ -54,6 +55,7 @@ public final class PostgresServerStore: ServerStore {
     let channel: String
     private let shared: Shared
     private let listener: PostgresListener?
+    private let notifier: PostgresNotifier
     private let closed = Atomic<Bool>(false)
 
     /// Connects, migrates the schema (safe with several processes starting
@@ -74,6 +76,7 @@ public final class PostgresServerStore: ServerStore {
         channel = String("notesfs_\(schema)".prefix(60))
         shared = Shared(epoch: epoch)
         pool = PostgresPool(conninfo: conninfo, options: options.pool)
+        notifier = PostgresNotifier(conninfo: conninfo, channel: channel)
         if options.listen {
             do {
                 listener = try PostgresListener(conninfo: conninfo, channel: channel) { [shared] notification in
@@ -179,9 +182,7 @@ public final class PostgresServerStore: ServerStore {
     public func push<Result: Sendable>(
         account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result {
-        let channel = channel
-        let instance = shared.instance
-        return try await run { [self] connection in
+        let (result, applied) = try await run { [self] connection in
             var applied = false
             let result = try retrying(connection) {
                 let transaction = PostgresPushTransaction(connection: connection, account: account)
@@ -190,14 +191,15 @@ public final class PostgresServerStore: ServerStore {
                 applied = transaction.counterChanged
                 return result
             }
-            if applied {
-                // After the commit, in a transaction of its own: a NOTIFY
-                // inside the push would hold PostgreSQL's notify-queue lock
-                // across the commit's WAL flush and serialise every push.
-                _ = try? connection.execute("SELECT pg_notify($1, $2)", channel, "c:\(instance):\(account.rawValue)")
-            }
-            return result
+            return (result, applied)
         }
+        if applied {
+            // After the commit, batched on the notifier's own connection: a
+            // NOTIFY inside the push would hold PostgreSQL's notify lock
+            // across the commit's WAL flush and serialise every push.
+            notifier.notify("c:\(shared.instance):\(account.rawValue)")
+        }
+        return result
     }
 
     public func changes(account: AccountID, after: Int64, rowsMax: Int, bytesMax: Int) async throws -> FeedRead {
@@ -428,6 +430,7 @@ public final class PostgresServerStore: ServerStore {
     public func close() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         listener?.stop()
+        notifier.stop()
         pool.close()
     }
 
