@@ -44,6 +44,7 @@ let package = Package(
         .target(name: "PostgresKit", dependencies: ["CPostgres"]),
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
+        .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol"]),
         .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
 
         // MARK: The command
@@ -72,7 +73,7 @@ let package = Package(
         // MARK: Tests
         .target(
             name: "TestSupport",
-            dependencies: ["NotesModel", "NotesStore", "SQLiteKit"],
+            dependencies: ["NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer"],
             path: "Tests/TestSupport"
         ),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
@@ -86,6 +87,10 @@ let package = Package(
         .testTarget(
             name: "NotesStoreTests",
             dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SyncEngineTests",
+            dependencies: ["SyncEngine", "SyncServer", "SyncProtocol", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
         ),
         .testTarget(
             name: "NotesFSTests",

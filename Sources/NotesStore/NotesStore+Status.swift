@@ -55,7 +55,10 @@ extension NotesStore {
                     unsynced.append("(deleted folder) \(row.name)")
                 }
             }
-            let copies = try db.query("SELECT id FROM notes WHERE conflict_of IS NOT NULL AND deleted = 0 ORDER BY seq") {
+            let copies = try db.query("""
+                SELECT id FROM notes WHERE deleted = 0
+                  AND (conflict_of IS NOT NULL OR instr(title, ' (conflicted copy ') > 0) ORDER BY seq
+                """) {
                 NoteID($0.string(0))
             }
             var copyPaths: [String] = []

@@ -1,0 +1,192 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+/// One live entity in the server's index.
+public struct IndexedVersion: Hashable, Sendable {
+    public var kind: EntityKind
+    public var entityID: String
+    public var version: Int64
+
+    public init(kind: EntityKind, entityID: String, version: Int64) {
+        self.kind = kind
+        self.entityID = entityID
+        self.version = version
+    }
+}
+
+/// What a resync after `410 Gone` did.
+public struct ResyncReport: Sendable, Equatable {
+    /// Rows taken from the server.
+    public var applied = 0
+    /// Clean local rows the server deleted (their tombstones expired).
+    public var deleted = 0
+    /// Local rows the server lacks, queued to be created again.
+    public var recreated = 0
+    public init() {}
+}
+
+// The resync after `410 Gone` (DESIGN.md "Sync engine rules").
+extension NotesStore {
+    /// Server versions this store knows, by entity, for working out which
+    /// index entries differ.
+    public func knownServerVersions() throws(StoreError) -> [IndexedVersion] {
+        try read { db in
+            let notes = try db.query("SELECT id, server_version FROM notes WHERE server_version IS NOT NULL") {
+                IndexedVersion(kind: .note, entityID: $0.string(0), version: $0.int64(1))
+            }
+            let folders = try db.query("SELECT id, server_version FROM folders WHERE server_version IS NOT NULL") {
+                IndexedVersion(kind: .folder, entityID: $0.string(0), version: $0.int64(1))
+            }
+            return folders + notes
+        }
+    }
+
+    /// Applies a resync in one transaction. `index` lists every live entity on
+    /// the server; `fetched` holds the rows whose version differs from ours
+    /// (all of them when `epochChanged`). A clean local row the server lacks
+    /// was deleted there — unless the epoch changed (a restored server), in
+    /// which case it is queued as a create; dirty rows are always kept and
+    /// pushed. No pending change is lost.
+    @discardableResult
+    public func applyResync(
+        index: [IndexedVersion], fetched: [RemoteEntity], epochChanged: Bool, cursor: String
+    ) throws(StoreError) -> ResyncReport {
+        try write(origin: .remote, checkSpace: false) { db, commit in
+            var report = ResyncReport()
+            if epochChanged {
+                // Frozen changes were made against another server history:
+                // send them again, as new changes on the restored server's versions.
+                let frozen = try db.query(
+                    "SELECT seq, entity_kind, entity_id FROM outbox WHERE state = 'in_flight'"
+                ) { ($0.int64(0), $0.string(1), $0.string(2)) }
+                for (seq, kind, id) in frozen {
+                    try db.run("DELETE FROM outbox WHERE seq = ?", seq)
+                    if let kind = EntityKind(rawValue: kind) {
+                        try enqueue(db, kind: kind, id: id, op: "put", commit: &commit)
+                    }
+                }
+            }
+            let present = Set(index.map { "\($0.kind.rawValue):\($0.entityID)" })
+            for entity in fetched {
+                if epochChanged {
+                    try rebase(db, onto: entity, commit: &commit)
+                } else if case .applied = try applyOne(db, entity, commit: &commit) {
+                    report.applied += 1
+                }
+            }
+            let fetchedKeys = Set(fetched.map { "\($0.kind.rawValue):\($0.entityID)" })
+            for known in try knownVersions(db) where !present.contains(known.key) && !fetchedKeys.contains(known.key) {
+                switch try forgetOrRecreate(db, known, epochChanged: epochChanged, commit: &commit) {
+                case .deleted: report.deleted += 1
+                case .recreated: report.recreated += 1
+                case .none: break
+                }
+            }
+            try db.run("UPDATE sync_state SET cursor = ? WHERE id = 1", cursor)
+            return report
+        }
+    }
+
+    private struct KnownVersion {
+        var kind: EntityKind
+        var entityID: String
+        var key: String { "\(kind.rawValue):\(entityID)" }
+    }
+
+    private func knownVersions(_ db: Connection) throws -> [KnownVersion] {
+        let notes = try db.query("SELECT id FROM notes WHERE server_version IS NOT NULL") {
+            KnownVersion(kind: .note, entityID: $0.string(0))
+        }
+        let folders = try db.query("SELECT id FROM folders WHERE server_version IS NOT NULL") {
+            KnownVersion(kind: .folder, entityID: $0.string(0))
+        }
+        return notes + folders
+    }
+
+    private enum Forgotten { case deleted, recreated, none }
+
+    /// A row the server no longer has at all.
+    private func forgetOrRecreate(
+        _ db: Connection, _ known: KnownVersion, epochChanged: Bool, commit: inout StoreCommit
+    ) throws -> Forgotten {
+        let table = known.kind == .note ? "notes" : "folders"
+        let (dirty, deleted) =
+            try db.queryOne(
+                "SELECT local_rev <> synced_rev, deleted FROM \(table) WHERE id = ?", known.entityID,
+                map: { ($0.bool(0), $0.bool(1)) }) ?? (false, true)
+        let queued = try hasOutbox(db, kind: known.kind, id: known.entityID)
+        if deleted {
+            // Our tombstone for something the server forgot: nothing left to say.
+            try db.run("DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ?", known.kind.rawValue, known.entityID)
+            try db.run("DELETE FROM \(table) WHERE id = ?", known.entityID)
+            return .none
+        }
+        if !dirty && !queued && !epochChanged {
+            try removeAbsent(db, known, commit: &commit)
+            return .deleted
+        }
+        try db.run(
+            """
+            UPDATE \(table) SET server_version = NULL, base_exists = 0, local_rev = local_rev + 1 WHERE id = ?
+            """, known.entityID)
+        try db.run(
+            "DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'in_flight'", known.kind.rawValue,
+            known.entityID)
+        try enqueue(db, kind: known.kind, id: known.entityID, op: "put", commit: &commit)
+        return .recreated
+    }
+
+    private func removeAbsent(_ db: Connection, _ known: KnownVersion, commit: inout StoreCommit) throws {
+        switch known.kind {
+        case .note:
+            guard let id = NoteID(known.entityID), let row = try NoteRow.load(db, id: id) else { return }
+            try writeNote(db, row, to: nil, server: nil, commit: &commit)
+        case .folder:
+            guard let id = FolderID(known.entityID), let row = try FolderRow.load(db, id: id) else { return }
+            try writeFolder(db, row, to: nil, server: nil, commit: &commit)
+        }
+    }
+
+    /// After an epoch change: the restored server's row becomes the base; a
+    /// clean local row that differs from it is queued as an edit, so the
+    /// server gets every newer note back and nothing is deleted by the restore.
+    private func rebase(_ db: Connection, onto entity: RemoteEntity, commit: inout StoreCommit) throws {
+        switch entity.kind {
+        case .note:
+            guard let id = NoteID(entity.entityID) else { return }
+            guard let row = try NoteRow.load(db, id: id) else {
+                _ = try applyOne(db, entity, commit: &commit)
+                return
+            }
+            let serverNote = entity.deleted ? nil : entity.note
+            try db.run(
+                """
+                UPDATE notes SET server_version = ?, base_exists = ?, base_title = ?, base_body = ?, base_folder_id = ?
+                WHERE seq = ?
+                """, entity.version, serverNote != nil, serverNote?.title, serverNote?.body,
+                serverNote?.folderID?.description, row.seq)
+            let local = row.deleted ? nil : row.content
+            if local != serverNote {
+                try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
+                try enqueue(db, kind: .note, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
+            }
+        case .folder:
+            guard let id = FolderID(entity.entityID) else { return }
+            guard let row = try FolderRow.load(db, id: id) else {
+                _ = try applyOne(db, entity, commit: &commit)
+                return
+            }
+            let serverFolder = entity.deleted ? nil : entity.folder
+            try db.run(
+                "UPDATE folders SET server_version = ?, base_exists = ?, base_name = ?, base_parent_id = ? WHERE seq = ?",
+                entity.version, serverFolder != nil, serverFolder?.name, serverFolder?.parentID?.description, row.seq)
+            let local = row.deleted ? nil : row.content
+            if local != serverFolder {
+                try db.run("UPDATE folders SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
+                try enqueue(
+                    db, kind: .folder, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
+            }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import NotesModel
+import NotesStore
+import SyncProtocol
+
+/// How one sync run ended.
+public enum SyncRunOutcome: Sendable, Equatable {
+    case succeeded
+    case failed(TransportError)
+    /// The store refused (another account, a damaged database, a full disk).
+    case storeFailed(String)
+    /// Stopped on purpose until the user confirms (the mass-delete guard).
+    case held(String)
+
+    public var succeeded: Bool { self == .succeeded }
+}
+
+/// The background actor that pushes local changes and pulls remote ones for
+/// one store (DESIGN.md "Sync engine rules"). One run at a time: push first,
+/// then pull; a request during a run means one more run.
+public actor SyncEngine {
+    /// Batch sizes and limits, matching the server's defaults.
+    public struct Configuration: Sendable {
+        public var pushBatchChangesMax = 100
+        public var pushBatchBytesMax = 4 << 20
+        public var pullPageRowsMax = 200
+        public var indexPageRowsMax = 1_000
+        public var fetchBatchMax = 200
+        /// Bounds each loop inside a run, so a misbehaving server cannot spin it forever.
+        public var roundsPerRunMax = 10_000
+        public init() {}
+    }
+
+    let store: NotesStore
+    let transport: any SyncTransport
+    let configuration: Configuration
+    let device: DeviceID
+
+    private var currentRun: Task<SyncRunOutcome, Never>?
+    private var requestedRuns = 0
+    private var completedRuns = 0
+    private var lastOutcome: SyncRunOutcome = .succeeded
+    private var progressValue = SyncProgress()
+
+    public init(store: NotesStore, transport: any SyncTransport, configuration: Configuration = Configuration())
+        throws(StoreError)
+    {
+        self.store = store
+        self.transport = transport
+        self.configuration = configuration
+        self.device = try store.device().id
+    }
+
+    /// Runs a sync (or joins the one running and then runs once more) and
+    /// returns how the last run ended.
+    @discardableResult
+    public func sync() async -> SyncRunOutcome {
+        requestedRuns += 1
+        let ticket = requestedRuns
+        while completedRuns < ticket {
+            if let running = currentRun {
+                _ = await running.value
+                continue
+            }
+            let covers = requestedRuns
+            let task = Task { await self.performRun() }
+            currentRun = task
+            lastOutcome = await task.value
+            currentRun = nil
+            completedRuns = covers
+        }
+        return lastOutcome
+    }
+
+    /// What the current or last run has done, for progress lines and status.
+    public var progress: SyncProgress { progressValue }
+
+    private func performRun() async -> SyncRunOutcome {
+        progressValue = SyncProgress(running: true)
+        defer { progressValue.running = false }
+        let outcome: SyncRunOutcome
+        do {
+            try await pushAll()
+            do {
+                try await pullAll()
+            } catch TransportError.cursorGone {
+                try await resync()
+                try await pushAll()
+                try await pullAll()
+            }
+            outcome = .succeeded
+        } catch let error as TransportError {
+            outcome = .failed(error)
+        } catch let hold as SyncHold {
+            outcome = .held(hold.description)
+        } catch {
+            outcome = .storeFailed(String(describing: error))
+        }
+        switch outcome {
+        case .succeeded: try? store.recordSyncRun(succeeded: true, error: nil)
+        case .failed(let error): try? store.recordSyncRun(succeeded: false, error: error.description)
+        case .storeFailed(let reason), .held(let reason): try? store.recordSyncRun(succeeded: false, error: reason)
+        }
+        return outcome
+    }
+
+    // MARK: Push
+
+    private func pushAll() async throws {
+        for _ in 0..<configuration.roundsPerRunMax {
+            let batch = try store.freezeBatch(
+                maxCount: configuration.pushBatchChangesMax, maxBytes: configuration.pushBatchBytesMax)
+            if batch.isEmpty { return }
+            try await push(batch)
+            progressValue.pushed += batch.count
+        }
+    }
+
+    /// Sends one frozen batch and settles every answer. A batch the server
+    /// rejects as a whole is retried change by change, so one bad change never
+    /// holds the others back.
+    private func push(_ batch: [OutgoingChange]) async throws {
+        let changes = batch.compactMap(WireMapping.change)
+        do {
+            let response = try await transport.push(PushRequest(device: device, changes: changes))
+            guard response.results.count == changes.count,
+                zip(response.results, changes).allSatisfy({ $0.changeId == $1.changeId })
+            else {
+                throw TransportError.serverBroke("push answered \(response.results.count) results for \(changes.count) changes")
+            }
+            for result in response.results {
+                guard let outcome = WireMapping.outcome(result.outcome) else {
+                    throw TransportError.serverBroke("unreadable result for change \(result.changeId)")
+                }
+                try store.settle(result.changeId, outcome: outcome)
+            }
+        } catch let error as TransportError {
+            try? store.recordSendFailure(batch.map(\.changeID), error: error.description)
+            let splittable: Bool
+            switch error {
+            case .changeIDReused, .rejected: splittable = batch.count > 1
+            default: splittable = false
+            }
+            if splittable {
+                for change in batch { try await push([change]) }
+                return
+            }
+            switch error {
+            case .changeIDReused:
+                if let only = batch.first { _ = try store.renewChangeID(only.changeID) }
+            case .rejected(_, let code, let message):
+                // The server will never take this change (too large to deliver,
+                // or malformed): settle it as refused so its text is kept
+                // locally and the entity converges instead of blocking sync.
+                if let only = batch.first {
+                    try store.settle(only.changeID, outcome: .refused(reason: "\(code): \(message)"))
+                }
+            default:
+                throw error
+            }
+        }
+    }
+
+    // MARK: Pull
+
+    private func pullAll() async throws {
+        let state = try store.syncState()
+        var cursor = state.cursor.map(SyncCursor.init(rawValue:))
+        var pulledDeletions = 0
+        for _ in 0..<configuration.roundsPerRunMax {
+            let page = try await transport.changes(
+                since: cursor, limit: configuration.pullPageRowsMax, waitSeconds: 0)
+            if let known = cursor?.epoch, known != page.epoch { throw TransportError.cursorGone }
+            var entities: [RemoteEntity] = []
+            for version in page.changes {
+                guard let entity = WireMapping.remote(version) else {
+                    throw TransportError.serverBroke("unreadable row \(version.kind.rawValue) \(version.id)")
+                }
+                entities.append(entity)
+            }
+            pulledDeletions += try store.liveNoteCount(
+                among: entities.filter { $0.kind == .note && $0.deleted }.map(\.entityID))
+            if !state.allowMassDelete,
+                NotesStore.exceedsMassDeleteBound(
+                    tombstones: Int64(pulledDeletions), live: Int64(state.liveNotesAtCleanSync ?? 0))
+            {
+                // Missing storage or a wiped server must never read as "the
+                // user deleted everything": hold the feed here until confirmed.
+                throw SyncHold.pulledMassDelete(count: pulledDeletions)
+            }
+            try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
+            progressValue.pulled += entities.count
+            cursor = page.nextCursor
+            if !page.hasMore { return }
+        }
+    }
+
+    // MARK: Resync after 410
+
+    private func resync() async throws {
+        var index: [IndexedVersion] = []
+        var after: String?
+        var snapshotCursor: SyncCursor?
+        var epoch: String?
+        for _ in 0..<configuration.roundsPerRunMax {
+            let page = try await transport.index(after: after, limit: configuration.indexPageRowsMax)
+            if snapshotCursor == nil {
+                snapshotCursor = page.cursor
+                epoch = page.epoch
+            }
+            index += page.entries.map {
+                IndexedVersion(kind: $0.kind, entityID: $0.id.uuidString.lowercased(), version: $0.version)
+            }
+            after = page.nextAfter
+            if !page.hasMore || after == nil { break }
+        }
+        guard let snapshotCursor else { throw TransportError.serverBroke("empty index answer") }
+        let storedEpoch = try store.syncState().cursor.flatMap { SyncCursor(rawValue: $0).epoch }
+        let epochChanged = storedEpoch != nil && storedEpoch != epoch
+        let known = Dictionary(
+            try store.knownServerVersions().map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) },
+            uniquingKeysWith: { first, _ in first })
+        let wanted = index.filter { epochChanged || known["\($0.kind.rawValue):\($0.entityID)"] != $0.version }
+        let fetched = try await fetchAll(wanted)
+        try store.applyResync(
+            index: index, fetched: fetched, epochChanged: epochChanged, cursor: snapshotCursor.rawValue)
+    }
+
+    private func fetchAll(_ wanted: [IndexedVersion]) async throws -> [RemoteEntity] {
+        var remaining = wanted.compactMap { entry in
+            UUID(uuidString: entry.entityID).map { EntityRef(kind: entry.kind, id: $0) }
+        }
+        var fetched: [RemoteEntity] = []
+        for _ in 0..<configuration.roundsPerRunMax where !remaining.isEmpty {
+            let request = Array(remaining.prefix(configuration.fetchBatchMax))
+            let response = try await transport.fetch(FetchRequest(entities: request))
+            for version in response.entities {
+                guard let entity = WireMapping.remote(version) else {
+                    throw TransportError.serverBroke("unreadable row \(version.kind.rawValue) \(version.id)")
+                }
+                fetched.append(entity)
+            }
+            let answered = Set(response.entities.map(\.ref)).union(response.notFound)
+            guard !answered.isEmpty else { throw TransportError.serverBroke("fetch answered nothing") }
+            remaining = remaining.filter { !answered.contains($0) }
+        }
+        return fetched
+    }
+}
+
+/// Why a run stopped on purpose.
+enum SyncHold: Error, CustomStringConvertible {
+    case pulledMassDelete(count: Int)
+
+    var description: String {
+        switch self {
+        case .pulledMassDelete(let count):
+            "held: the server deleted \(count) of your notes at once (more than half). Nothing was removed here. "
+                + "If that was you, run: notesfs sync --allow-mass-delete"
+        }
+    }
+}
+
+/// What a run has moved so far.
+public struct SyncProgress: Sendable, Equatable {
+    public var running = false
+    public var pushed = 0
+    public var pulled = 0
+    public init(running: Bool = false) { self.running = running }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import NotesModel
+import NotesStore
+import SyncProtocol
+
+/// Conversions between the store's sync values and the wire types.
+enum WireMapping {
+    static func change(_ outgoing: OutgoingChange) -> Change? {
+        guard let id = UUID(uuidString: outgoing.entityID) else { return nil }
+        let op: ChangeOperation = outgoing.isDelete ? .delete : .put
+        return Change(
+            changeId: outgoing.changeID, kind: outgoing.kind, id: id, op: op, baseVersion: outgoing.baseVersion,
+            note: outgoing.isDelete ? nil : outgoing.note.map(NotePayload.init),
+            folder: outgoing.isDelete ? nil : outgoing.folder.map(FolderPayload.init))
+    }
+
+    /// Nil when a note body cannot be decoded (the row is treated as unreadable).
+    static func remote(_ version: EntityVersion) -> RemoteEntity? {
+        var entity = RemoteEntity(
+            kind: version.kind, entityID: version.id.uuidString.lowercased(), version: version.version,
+            deleted: version.deleted)
+        if !version.deleted {
+            switch version.kind {
+            case .note:
+                guard let content = version.note?.content() else { return nil }
+                entity.note = content
+            case .folder:
+                guard let folder = version.folder else { return nil }
+                entity.folder = FolderContent(name: folder.name, parentID: folder.parentId)
+            }
+        }
+        return entity
+    }
+
+    static func outcome(_ outcome: ChangeResult.Outcome) -> ChangeOutcome? {
+        switch outcome {
+        case .applied(let version):
+            return .applied(version: version)
+        case .conflict(let current):
+            guard let current else { return .conflict(current: nil) }
+            guard let remote = remote(current) else { return nil }
+            return .conflict(current: remote)
+        case .refused(let reason, let message):
+            return .refused(reason: "\(reason.rawValue): \(message)")
+        }
+    }
+}
