@@ -66,4 +66,47 @@ import TestSupport
         #expect(other != pid)
         pool.close()
     }
+
+    @Test func aSchemaNewerThanThisBinaryIsRefusedNotFixed() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let conninfo = try PostgresTestCluster.conninfo(schema: "n_" + UUID().uuidString.prefix(8).lowercased())
+        let store = try PostgresServerStore(conninfo: conninfo, options: PostgresServerStore.Options(listen: false))
+        await store.close()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        try connection.execute("UPDATE notesfs_schema SET version = 99")
+        #expect {
+            _ = try PostgresServerStore(conninfo: conninfo, options: PostgresServerStore.Options(listen: false))
+        } throws: { error in
+            "\(error)".contains("newer than this notesfs")
+        }
+        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 99)
+    }
+
+    @Test func aDeadlockIsReportedAsARetryableTransactionFailure() async throws {
+        guard let cluster = PostgresTestCluster.cluster() else { return }
+        let database = cluster.conninfo()
+        let table = "deadlock_" + UUID().uuidString.prefix(8).lowercased()
+        let setup = try PostgresConnection(conninfo: database)
+        try setup.executeScript("CREATE TABLE \(table)(id int PRIMARY KEY, n int); INSERT INTO \(table) VALUES (1, 0), (2, 0)")
+        /// Locks `first` then `second` in one transaction; returns the error, if any.
+        @Sendable func cross(_ first: Int, _ second: Int) throws -> PostgresError? {
+            let connection = try PostgresConnection(conninfo: database)
+            do {
+                try connection.transaction {
+                    try connection.execute("UPDATE \(table) SET n = n + 1 WHERE id = $1::integer", first)
+                    Thread.sleep(forTimeInterval: 0.3)
+                    try connection.execute("UPDATE \(table) SET n = n + 1 WHERE id = $1::integer", second)
+                }
+                return nil
+            } catch let error as PostgresError {
+                return error
+            }
+        }
+        async let a = onThread { try cross(1, 2) }
+        async let b = onThread { try cross(2, 1) }
+        let errors = [try await a, try await b].compactMap { $0 }
+        #expect(errors.count == 1, "exactly one side is chosen as the deadlock victim")
+        #expect(errors.first?.isRetryableTransaction == true, "\(errors)")
+        try setup.executeScript("DROP TABLE \(table)")
+    }
 }
