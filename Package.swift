@@ -44,7 +44,9 @@ let package = Package(
         // MARK: The command
         .executableTarget(
             name: "notesfs",
-            dependencies: ["NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer"]
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "SyncEngine",
+            ]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
@@ -82,7 +84,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncEngineTests",
-            dependencies: ["SyncEngine", "SyncServer", "SyncProtocol", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: [
+                "SyncEngine", "SyncServer", "SyncProtocol", "HTTPServer", "NotesStore", "NotesModel", "SQLiteKit",
+                "TestSupport",
+            ]
         ),
         .testTarget(
             name: "NotesFSTests",

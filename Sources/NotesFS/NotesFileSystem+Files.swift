@@ -113,12 +113,15 @@ extension NotesFileSystem {
     }
 
     public func release(inode: UInt64, handle: UInt64) {
+        let wasFile = if case .file = handles.handle(handle) { true } else { false }
         handles.close(handle)
+        if wasFile { hooks.fileClosed() }
     }
 
     public func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
         if case .file(_, _, nil) = handles.handle(handle) {
             try store.durableSync()
+            hooks.fileClosed()
         }
     }
 
