@@ -129,14 +129,20 @@ public final class HTTPSyncTransport: SyncTransport {
         request.httpMethod = method
         request.timeoutInterval = timeoutSeconds
         if authorized { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
-        if let body {
-            request.httpBody = body
+        if body != nil {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            // libcurl otherwise sends `Expect: 100-continue` for bodies over 1 KB
+            // and waits for an interim answer before uploading: ~190 ms per push.
+            request.setValue("", forHTTPHeaderField: "Expect")
         }
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            if let body {
+                (data, response) = try await session.upload(for: request, from: body)
+            } else {
+                (data, response) = try await session.data(for: request)
+            }
         } catch let error as URLError {
             count(sent: body?.count ?? 0, received: 0, headerBytes: 0)
             throw Self.map(error)
