@@ -31,6 +31,17 @@ public enum ConflictPolicy {
             if local == remote { return NoteMergeOutcome(result: remote) }
             let title = sideThatChanged(base: base.map(\.title), local: local.title, remote: remote.title)
             let folderID = sideThatChanged(base: base.map(\.folderID), local: local.folderID, remote: remote.folderID)
+            if base == nil {
+                // No common ancestor is known (a server restored from a backup):
+                // a side holding every line of the other, in order, loses nothing
+                // by winning; anything else keeps both.
+                if TextMerge.containsEveryLine(of: remote.body, in: local.body) {
+                    return NoteMergeOutcome(result: NoteContent(title: title, body: local.body, folderID: folderID))
+                }
+                if TextMerge.containsEveryLine(of: local.body, in: remote.body) {
+                    return NoteMergeOutcome(result: NoteContent(title: title, body: remote.body, folderID: folderID))
+                }
+            }
             switch TextMerge.merge(base: base?.body ?? Data(), local: local.body, remote: remote.body) {
             case .merged(let body):
                 return NoteMergeOutcome(result: NoteContent(title: title, body: body, folderID: folderID))

@@ -142,6 +142,7 @@ extension NotesStore {
                 try db.run(
                     """
                     UPDATE sync_state SET last_success_ns = ?, last_attempt_ns = ?, last_failed = 0, last_error = NULL,
+                        allow_mass_delete = 0,
                         live_notes_at_clean_sync = (SELECT count(*) FROM notes WHERE deleted = 0 AND server_version IS NOT NULL)
                     WHERE id = 1
                     """, time, time)
@@ -184,4 +185,18 @@ extension NotesStore {
 
     /// Below this many tombstones the guard never holds anything.
     public static let massDeleteHandful: Int64 = 5
+}
+
+extension NotesStore {
+    /// How many of these notes are live here (for the guard on pulled deletions).
+    public func liveNoteCount(among ids: [String]) throws(StoreError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try read { db in
+            var count = 0
+            for id in ids {
+                count += try db.queryOne("SELECT 1 FROM notes WHERE id = ? AND deleted = 0", id) { _ in 1 } ?? 0
+            }
+            return count
+        }
+    }
 }

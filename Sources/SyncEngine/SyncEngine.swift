@@ -9,6 +9,8 @@ public enum SyncRunOutcome: Sendable, Equatable {
     case failed(TransportError)
     /// The store refused (another account, a damaged database, a full disk).
     case storeFailed(String)
+    /// Stopped on purpose until the user confirms (the mass-delete guard).
+    case held(String)
 
     public var succeeded: Bool { self == .succeeded }
 }
@@ -95,13 +97,15 @@ public actor SyncEngine {
             outcome = .succeeded
         } catch let error as TransportError {
             outcome = .failed(error)
+        } catch let hold as SyncHold {
+            outcome = .held(hold.description)
         } catch {
             outcome = .storeFailed(String(describing: error))
         }
         switch outcome {
         case .succeeded: try? store.recordSyncRun(succeeded: true, error: nil)
         case .failed(let error): try? store.recordSyncRun(succeeded: false, error: error.description)
-        case .storeFailed(let reason): try? store.recordSyncRun(succeeded: false, error: reason)
+        case .storeFailed(let reason), .held(let reason): try? store.recordSyncRun(succeeded: false, error: reason)
         }
         return outcome
     }
@@ -168,6 +172,7 @@ public actor SyncEngine {
     private func pullAll() async throws {
         let state = try store.syncState()
         var cursor = state.cursor.map(SyncCursor.init(rawValue:))
+        var pulledDeletions = 0
         for _ in 0..<configuration.roundsPerRunMax {
             let page = try await transport.changes(
                 since: cursor, limit: configuration.pullPageRowsMax, waitSeconds: 0)
@@ -178,6 +183,16 @@ public actor SyncEngine {
                     throw TransportError.serverBroke("unreadable row \(version.kind.rawValue) \(version.id)")
                 }
                 entities.append(entity)
+            }
+            pulledDeletions += try store.liveNoteCount(
+                among: entities.filter { $0.kind == .note && $0.deleted }.map(\.entityID))
+            if !state.allowMassDelete,
+                NotesStore.exceedsMassDeleteBound(
+                    tombstones: Int64(pulledDeletions), live: Int64(state.liveNotesAtCleanSync ?? 0))
+            {
+                // Missing storage or a wiped server must never read as "the
+                // user deleted everything": hold the feed here until confirmed.
+                throw SyncHold.pulledMassDelete(count: pulledDeletions)
             }
             try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
             progressValue.pulled += entities.count
@@ -236,6 +251,19 @@ public actor SyncEngine {
             remaining = remaining.filter { !answered.contains($0) }
         }
         return fetched
+    }
+}
+
+/// Why a run stopped on purpose.
+enum SyncHold: Error, CustomStringConvertible {
+    case pulledMassDelete(count: Int)
+
+    var description: String {
+        switch self {
+        case .pulledMassDelete(let count):
+            "held: the server deleted \(count) of your notes at once (more than half). Nothing was removed here. "
+                + "If that was you, run: notesfs sync --allow-mass-delete"
+        }
     }
 }
 

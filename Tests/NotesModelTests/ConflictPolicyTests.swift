@@ -194,3 +194,27 @@ import Testing
         #expect(title.hasSuffix("x (not synced).md"))
     }
 }
+
+@Suite struct MergeWithoutBaseTests {
+    func note(_ body: String) -> NoteContent { NoteContent(title: "n.md", body: Data(body.utf8), folderID: nil) }
+
+    @Test func aSideHoldingEveryLineOfTheOtherWinsWithoutACopy() {
+        let outcome = ConflictPolicy.mergeNote(base: nil, local: note("old\nedited later\n"), remote: note("old\n"))
+        #expect(outcome.result == note("old\nedited later\n"))
+        #expect(outcome.conflictCopy == nil)
+        let other = ConflictPolicy.mergeNote(base: nil, local: note("a\nc"), remote: note("a\nb\nc\n"))
+        #expect(other.result == note("a\nb\nc\n"))
+        #expect(other.conflictCopy == nil)
+    }
+
+    @Test func differentTextsWithoutABaseKeepBoth() {
+        let outcome = ConflictPolicy.mergeNote(base: nil, local: note("mine\n"), remote: note("theirs\n"))
+        #expect(outcome.result == note("theirs\n"))
+        #expect(outcome.conflictCopy == note("mine\n"))
+    }
+
+    @Test(arguments: [("", "x\n", true), ("a\nb\n", "a\nx\nb\n", true), ("b\na\n", "a\nb\n", false), ("a\n", "", false)])
+    func containmentFollowsLineOrder(part: String, whole: String, expected: Bool) {
+        #expect(TextMerge.containsEveryLine(of: Data(part.utf8), in: Data(whole.utf8)) == expected)
+    }
+}

@@ -10,18 +10,26 @@ import SyncServer
 public final class SyncWorld: Sendable {
     public let directory: TemporaryDirectory
     public let server: SyncServer
+    public let serverStore: SQLiteServerStore
     public let token: String
 
     public struct Device: Sendable {
         public let store: NotesStore
         public let transport: InProcessTransport
         public let engine: SyncEngine
+
+        public init(store: NotesStore, transport: InProcessTransport, engine: SyncEngine) {
+            self.store = store
+            self.transport = transport
+            self.engine = engine
+        }
     }
 
     public init(configuration: SyncServer.Configuration = SyncServer.Configuration()) async throws {
         directory = try TemporaryDirectory(prefix: "notesfs-sync")
         let serverStore = try SQLiteServerStore(
             path: SQLiteServerStore.databasePath(inDirectory: directory.path))
+        self.serverStore = serverStore
         server = SyncServer(store: serverStore, configuration: configuration)
         token = try await AccountManager(store: serverStore).add(name: "alice").token.text
     }
@@ -36,6 +44,14 @@ public final class SyncWorld: Sendable {
     }
 
     public func remove() { directory.remove() }
+
+    /// A consistent copy of the server's database, as a backup would take it.
+    public func backupServer(to name: String) throws -> String {
+        let path = directory.file(name)
+        let db = try Connection(path: serverStore.path, options: .init(mode: .readOnly, walJournal: false))
+        try db.execute("VACUUM INTO '\(path)'")
+        return path
+    }
 }
 
 extension SyncWorld {
