@@ -282,6 +282,13 @@ public actor SyncScheduler {
             log("sync failed: \(error); next try in \(Int(delay.rounded())) s")
             statusText.withLock { $0 = "Next sync attempt in about \(Int(delay.rounded())) s (\(error))" }
             scheduleRetryWake(after: delay)
+        case .held(let reason):
+            // Waits for the user; retry slowly so a confirmation elsewhere is noticed.
+            let delay = backoff.failed(unit: random())
+            retryAt = now + delay
+            log("sync \(reason)")
+            statusText.withLock { $0 = "Sync \(reason)" }
+            scheduleRetryWake(after: delay)
         case .storeFailed(let reason):
             let delay = backoff.failed(unit: random())
             retryAt = now + delay

@@ -132,7 +132,7 @@ final class SyncControlSocket: Sendable {
             switch outcome.withLock({ $0 }) {
             case .succeeded?: send("ok")
             case .failed(let error)?: send("failed " + error.description)
-            case .storeFailed(let reason)?: send("failed " + reason)
+            case .storeFailed(let reason)?, .held(let reason)?: send("failed " + reason)
             case nil: send("failed the mount stopped")
             }
         case "status":
