@@ -266,7 +266,14 @@ func modificationTime(_ path: String) -> timespec? {
         #expect(SyncCluster.names(b, "Many").count == 10, "nothing was deleted on b")
         let confirmed = try cluster.notesfs(["sync", "--wait", "--allow-mass-delete", "--data", a.dataDirectory])
         #expect(confirmed.status == 0, "\(confirmed.standardError)")
-        try cluster.waitFor("b deleted them after the confirmation") { SyncCluster.names(b, "Many").isEmpty }
+        // The same guard on b: ten pulled deletions of its ten notes wait for b's own confirmation.
+        try cluster.waitFor("b holds the pulled deletions and says so") {
+            (SyncCluster.text(b, ".notesfs/status") ?? "").contains("the server deleted 10 of your notes")
+        }
+        #expect(SyncCluster.names(b, "Many").count == 10, "nothing was deleted on b before it confirmed")
+        let confirmedOnB = try cluster.notesfs(["sync", "--wait", "--allow-mass-delete", "--data", b.dataDirectory])
+        #expect(confirmedOnB.status == 0, "\(confirmedOnB.standardError)")
+        try cluster.waitFor("b deleted them after its confirmation") { SyncCluster.names(b, "Many").isEmpty }
     }
 
     @Test func aServerRestoredFromAnOlderCopyGetsEveryNewerNoteBackAndNothingIsDeleted() throws {
