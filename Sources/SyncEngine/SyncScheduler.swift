@@ -330,8 +330,22 @@ public actor SyncScheduler {
         var failing = false
         while !stopped && !Task.isCancelled {
             guard let cursorText = (try? store.syncState().cursor) ?? nil else {
-                // No cursor until the first run has pulled; that run is already due.
-                try? await clock.sleep(seconds: 0.5)
+                // No cursor until the first run has pulled. While that run
+                // fails, probe the server, so its return is noticed long
+                // before the run's backoff (up to minutes) ends.
+                if case .failed? = lastOutcome {
+                    do {
+                        _ = try await transport.changes(since: nil, limit: 1, waitSeconds: 0)
+                        pollBackoff.succeeded()
+                        backoff.succeeded()
+                        retryAt = nil
+                        await triggerAndWait()
+                    } catch {
+                        try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
+                    }
+                } else {
+                    try? await clock.sleep(seconds: 0.5)
+                }
                 continue
             }
             do {

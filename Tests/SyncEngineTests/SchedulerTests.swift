@@ -78,7 +78,8 @@ final class CountingTransport: SyncTransport {
         let transport = CountingTransport(device.transport)
         let engine = try SyncEngine(store: device.store, transport: transport)
         var configuration = SyncScheduler.Configuration()
-        configuration.debounceSeconds = 0.3
+        configuration.debounceSeconds = 1
+        configuration.debounceMaxSeconds = 5
         let scheduler = SyncScheduler(engine: engine, store: device.store, transport: transport, configuration: configuration)
         await scheduler.start()
         #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
@@ -94,7 +95,7 @@ final class CountingTransport: SyncTransport {
         scheduler.fileClosed()
         let started = Date()
         #expect(try await waitUntil { try device.store.status().pendingCount == 0 })
-        #expect(Date().timeIntervalSince(started) < 0.25)
+        #expect(Date().timeIntervalSince(started) < 0.8, "well before the 1 s debounce")
         await scheduler.stop()
     }
 
@@ -116,6 +117,27 @@ final class CountingTransport: SyncTransport {
         #expect(await scheduler.completedRuns >= 4)
         #expect(await scheduler.lastRunOutcome == .succeeded)
         #expect(scheduler.statusLine == nil)
+        await scheduler.stop()
+    }
+}
+
+extension SchedulerTests {
+    @Test func aFirstSyncThatFailedStartsAsSoonAsTheServerAnswersNotAfterItsBackoff() async throws {
+        let world = try await SyncWorld()
+        defer { world.remove() }
+        let device = try world.device("a")
+        let transport = CountingTransport(device.transport)
+        let engine = try SyncEngine(store: device.store, transport: transport)
+        var configuration = SyncScheduler.Configuration()
+        configuration.backoffBaseSeconds = 60  // the run's own retry would come far too late
+        configuration.backoffCapSeconds = 60
+        let scheduler = SyncScheduler(
+            engine: engine, store: device.store, transport: transport, configuration: configuration, random: { 0 })
+        try device.store.createNote(in: .root, title: "n.md", body: Data("kept\n".utf8))
+        transport.failNext.store(2, ordering: .relaxed)
+        await scheduler.start()
+        #expect(try await waitUntil(10) { await scheduler.lastRunOutcome == .succeeded })
+        #expect(try device.store.status().pendingCount == 0)
         await scheduler.stop()
     }
 }
