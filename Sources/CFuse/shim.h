@@ -34,9 +34,10 @@ static inline void cfuse_fi_set_open(struct fuse_file_info *fi, uint64_t fh, int
     fi->keep_cache = keep_cache ? 1 : 0;
     fi->direct_io = direct_io ? 1 : 0;
 }
-static inline void cfuse_fi_set_dir(struct fuse_file_info *fi, uint64_t fh, int cache_readdir) {
+static inline void cfuse_fi_set_dir(struct fuse_file_info *fi, uint64_t fh, int cache_readdir, int keep_cache) {
     fi->fh = fh;
     fi->cache_readdir = cache_readdir ? 1 : 0;
+    fi->keep_cache = keep_cache ? 1 : 0;
 }
 
 // FUSE_ARGS_INIT is a macro.
@@ -45,11 +46,15 @@ static inline struct fuse_args cfuse_args(int argc, char **argv) {
     return args;
 }
 
-// The connection's wanted capabilities, set in init.
-static inline void cfuse_conn_configure(struct fuse_conn_info *conn, int readdirplus) {
+// The connection's wanted capabilities, set in init. Returns 1 when the
+// kernel can do without open/release requests for files (the file system then
+// answers the first open with ENOSYS), 0 when every open must be answered.
+static inline int cfuse_conn_configure(struct fuse_conn_info *conn, int readdirplus, int skip_opens) {
     // Never cache writes in the kernel: a write is durable when it returns.
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    // O_TRUNC arrives as its own setattr(size 0), not folded into open: with
+    // opens skipped, an atomic O_TRUNC would never reach the file system.
+    conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
     if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
     if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
@@ -59,6 +64,7 @@ static inline void cfuse_conn_configure(struct fuse_conn_info *conn, int readdir
     }
     // Large writes arrive in one request (fewer transactions per cp).
     if (conn->max_write < 1024 * 1024) conn->max_write = 1024 * 1024;
+    return (skip_opens && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)) ? 1 : 0;
 }
 
 static inline int cfuse_errno(void) { return errno; }

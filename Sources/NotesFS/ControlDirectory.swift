@@ -115,11 +115,17 @@ struct ControlDirectory: Sendable {
                 uid: uid, gid: gid, accessTimeNanoseconds: entry.savedNanoseconds,
                 modificationTimeNanoseconds: entry.savedNanoseconds, changeTimeNanoseconds: entry.savedNanoseconds)
         default:
-            let size = try content(node).count
-            return FileAttributes(
-                inode: Self.inode(node), kind: .regular, size: UInt64(size), permissions: 0o444, uid: uid, gid: gid,
-                accessTimeNanoseconds: now, modificationTimeNanoseconds: now, changeTimeNanoseconds: now)
+            return generatedAttributes(node, size: try content(node).count, uid: uid, gid: gid)
         }
+    }
+
+    /// Attributes of a generated file whose content is `size` bytes now. The
+    /// mtime is now: it moves on every getattr, so the kernel never keeps old pages.
+    func generatedAttributes(_ node: Node, size: Int, uid: UInt32, gid: UInt32) -> FileAttributes {
+        let now = NotesFileSystem.nowNanoseconds()
+        return FileAttributes(
+            inode: Self.inode(node), kind: .regular, size: UInt64(size), permissions: 0o444, uid: uid, gid: gid,
+            accessTimeNanoseconds: now, modificationTimeNanoseconds: now, changeTimeNanoseconds: now)
     }
 
     func content(_ node: Node) throws -> Data {

@@ -45,6 +45,14 @@ enum ErrnoMapping {
 enum CacheTimeouts {
     static let entrySeconds = 10.0
     static let attributeSeconds = 10.0
+    /// Control files are generated on every read: their attributes (the
+    /// size of what a read would return now) are never cached, and their
+    /// mtime moves on every getattr, so the kernel drops their pages.
+    static let controlAttributeSeconds = 0.0
+
+    static func attributeSeconds(of inode: UInt64) -> Double {
+        ControlDirectory.owns(inode) ? controlAttributeSeconds : attributeSeconds
+    }
     /// Negative lookups (name not found) are cached briefly.
     static let negativeEntrySeconds = 1.0
 }

@@ -31,7 +31,9 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     func flush(inode: UInt64, handle: UInt64) throws
     func release(inode: UInt64, handle: UInt64)
     func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws
-    func openDirectory(inode: UInt64) throws -> UInt64
+    /// Opens a directory. The reply's `keepCache` lets the kernel cache the
+    /// listing and keep the listing it cached at an earlier open.
+    func openDirectory(inode: UInt64) throws -> OpenReply
     /// Lists entries after `offset` (0 = from the start; otherwise the `offset`
     /// of the last entry already returned). `add` returns false when the
     /// kernel's buffer is full; an entry for which it returned false was not
@@ -48,8 +50,11 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     /// The attribute names (without their NUL separators).
     func extendedAttributeNames(inode: UInt64) throws -> [String]
     func removeExtendedAttribute(inode: UInt64, name: String) throws
-    /// Called once when the kernel connection is up (notifications may be sent after it).
-    func connected()
+    /// Called once when the kernel connection is up (notifications may be sent
+    /// after it). With `skipsOpens`, the file system answers `open` of a file
+    /// with ENOSYS and the kernel then opens files without asking (no open,
+    /// no release, handle 0, pages kept).
+    func connected(skipsOpens: Bool)
 }
 
 /// An error that already is an errno value, for the binding to send as it is.

@@ -67,6 +67,9 @@ enum FuseCallbacks {
         case entry(EntryReply)
         case attributes(FileAttributes, timeoutSeconds: Double)
         case open(OpenReply)
+        /// Opened a directory: the kernel caches its listing unless `directIO`,
+        /// and keeps the listing cached at an earlier open when `keepCache`.
+        case openDirectory(OpenReply)
         case create(EntryReply, OpenReply)
         case data(Data)
         case written(Int)
@@ -79,6 +82,7 @@ enum FuseCallbacks {
     /// Runs `body` and sends exactly one reply: its result, or the errno of what it threw.
     static func serve(
         _ req: fuse_req_t?, _ operation: StaticString, fileInfo: UnsafeMutablePointer<fuse_file_info>? = nil,
+        changing directories: RequestMarker.Directories = RequestMarker.Directories(),
         _ body: (FuseDispatcher) throws -> Reply
     ) {
         guard let req else { return }
@@ -87,9 +91,15 @@ enum FuseCallbacks {
             return
         }
         let dispatcher = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue()
+        let started = dispatcher.statistics == nil ? 0 : DispatchTime.now().uptimeNanoseconds
+        defer {
+            if let statistics = dispatcher.statistics {
+                statistics.record(operation, nanoseconds: DispatchTime.now().uptimeNanoseconds &- started)
+            }
+        }
         let reply: Reply
         do {
-            reply = try RequestMarker.serving { try body(dispatcher) }
+            reply = try RequestMarker.serving(directories) { try body(dispatcher) }
         } catch {
             let code = ErrnoMapping.code(for: error)
             if code == EIO || code == ENOSPC {
@@ -122,6 +132,15 @@ enum FuseCallbacks {
                 return
             }
             cfuse_fi_set_open(fileInfo, open.handle, open.keepCache ? 1 : 0, open.directIO ? 1 : 0)
+            _ = fuse_reply_open(req, fileInfo)
+        case .openDirectory(let open):
+            guard let fileInfo else {
+                log.error("\(operation): opendir reply without file info")
+                _ = fuse_reply_err(req, EIO)
+                return
+            }
+            // Control directories answer with directIO set: no listing cache.
+            cfuse_fi_set_dir(fileInfo, open.handle, open.directIO ? 0 : 1, open.keepCache ? 1 : 0)
             _ = fuse_reply_open(req, fileInfo)
         case .create(let entry, let open):
             guard let fileInfo else {
@@ -215,16 +234,23 @@ enum FuseCallbacks {
 
     // MARK: Callbacks
 
+    /// `NOTESFS_OPEN_REQUESTS=1` keeps open/release requests for files (for
+    /// comparison and debugging); by default the kernel skips them.
+    static let openRequestsVariable = "NOTESFS_OPEN_REQUESTS"
+
     static func initialize(_ userdata: UnsafeMutableRawPointer?, _ connection: UnsafeMutablePointer<fuse_conn_info>?) {
         guard let userdata else { return }
         let dispatcher = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue()
+        var skipsOpens = false
         if let connection {
-            cfuse_conn_configure(connection, 1)
+            let wanted = ProcessInfo.processInfo.environment[Self.openRequestsVariable] != "1"
+            skipsOpens = cfuse_conn_configure(connection, 1, wanted ? 1 : 0) != 0
             dispatcher.log.info(
                 "FUSE connection: protocol \(connection.pointee.proto_major).\(connection.pointee.proto_minor), "
-                    + "max_write \(connection.pointee.max_write)")
+                    + "max_write \(connection.pointee.max_write), "
+                    + (skipsOpens ? "no open/release requests for files" : "open/release requests for files"))
         }
-        dispatcher.operations.connected()
+        dispatcher.operations.connected(skipsOpens: skipsOpens)
     }
 
     static func lookup(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?) {
@@ -258,7 +284,7 @@ enum FuseCallbacks {
         let fileHandle = handle(fileInfo)
         serve(req, "getattr") { dispatcher in
             let attributes = try dispatcher.operations.getAttributes(inode: inode, handle: fileHandle)
-            return .attributes(attributes, timeoutSeconds: CacheTimeouts.attributeSeconds)
+            return .attributes(attributes, timeoutSeconds: CacheTimeouts.attributeSeconds(of: inode))
         }
     }
 
@@ -287,7 +313,7 @@ enum FuseCallbacks {
         }
         serve(req, "setattr") { dispatcher in
             let result = try dispatcher.operations.setAttributes(inode: inode, changes: changes, handle: fileHandle)
-            return .attributes(result, timeoutSeconds: CacheTimeouts.attributeSeconds)
+            return .attributes(result, timeoutSeconds: CacheTimeouts.attributeSeconds(of: inode))
         }
     }
 
@@ -296,7 +322,7 @@ enum FuseCallbacks {
     }
 
     static func mknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?, _ mode: mode_t) {
-        serve(req, "mknod") { dispatcher in
+        serve(req, "mknod", changing: RequestMarker.Directories(first: parent)) { dispatcher in
             let name = try copyName(namePointer)
             let context = req.map(context) ?? RequestContext(uid: 0, gid: 0, pid: 0, umask: 0)
             return .entry(try dispatcher.operations.makeNode(parent: parent, name: name, mode: mode, context: context))
@@ -304,7 +330,7 @@ enum FuseCallbacks {
     }
 
     static func mkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?, _ mode: mode_t) {
-        serve(req, "mkdir") { dispatcher in
+        serve(req, "mkdir", changing: RequestMarker.Directories(first: parent)) { dispatcher in
             let name = try copyName(namePointer)
             let context = req.map(context) ?? RequestContext(uid: 0, gid: 0, pid: 0, umask: 0)
             return .entry(
@@ -313,14 +339,14 @@ enum FuseCallbacks {
     }
 
     static func unlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?) {
-        serve(req, "unlink") { dispatcher in
+        serve(req, "unlink", changing: RequestMarker.Directories(first: parent)) { dispatcher in
             try dispatcher.operations.removeFile(parent: parent, name: try copyName(namePointer))
             return .success
         }
     }
 
     static func rmdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?) {
-        serve(req, "rmdir") { dispatcher in
+        serve(req, "rmdir", changing: RequestMarker.Directories(first: parent)) { dispatcher in
             try dispatcher.operations.removeDirectory(parent: parent, name: try copyName(namePointer))
             return .success
         }
@@ -330,7 +356,7 @@ enum FuseCallbacks {
         _ req: fuse_req_t?, _ targetPointer: UnsafePointer<CChar>?, _ parent: fuse_ino_t,
         _ namePointer: UnsafePointer<CChar>?
     ) {
-        serve(req, "symlink") { dispatcher in
+        serve(req, "symlink", changing: RequestMarker.Directories(first: parent)) { dispatcher in
             let name = try copyName(namePointer)
             guard let targetPointer, let target = String(validatingCString: targetPointer) else {
                 throw FileSystemError.invalid
@@ -343,7 +369,7 @@ enum FuseCallbacks {
         _ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?, _ newParent: fuse_ino_t,
         _ newNamePointer: UnsafePointer<CChar>?, _ flags: UInt32
     ) {
-        serve(req, "rename") { dispatcher in
+        serve(req, "rename", changing: RequestMarker.Directories(first: parent, second: newParent)) { dispatcher in
             let name = try copyName(namePointer)
             let newName = try copyName(newNamePointer)
             try dispatcher.operations.rename(
@@ -356,7 +382,7 @@ enum FuseCallbacks {
     static func link(
         _ req: fuse_req_t?, _ inode: fuse_ino_t, _ newParent: fuse_ino_t, _ newNamePointer: UnsafePointer<CChar>?
     ) {
-        serve(req, "link") { dispatcher in
+        serve(req, "link", changing: RequestMarker.Directories(first: newParent)) { dispatcher in
             let newName = try copyName(newNamePointer)
             return .entry(try dispatcher.operations.link(inode: inode, newParent: newParent, newName: newName))
         }
@@ -374,7 +400,7 @@ enum FuseCallbacks {
         _ fileInfo: UnsafeMutablePointer<fuse_file_info>?
     ) {
         let flags = OpenFlags(rawValue: cfuse_fi_flags(fileInfo))
-        serve(req, "create", fileInfo: fileInfo) { dispatcher in
+        serve(req, "create", fileInfo: fileInfo, changing: RequestMarker.Directories(first: parent)) { dispatcher in
             let name = try copyName(namePointer)
             let context = req.map(context) ?? RequestContext(uid: 0, gid: 0, pid: 0, umask: 0)
             let (entry, open) = try dispatcher.operations.create(
@@ -435,8 +461,7 @@ enum FuseCallbacks {
 
     static func opendir(_ req: fuse_req_t?, _ inode: fuse_ino_t, _ fileInfo: UnsafeMutablePointer<fuse_file_info>?) {
         serve(req, "opendir", fileInfo: fileInfo) { dispatcher in
-            let handle = try dispatcher.operations.openDirectory(inode: inode)
-            return .open(OpenReply(handle: handle, keepCache: false, directIO: false))
+            .openDirectory(try dispatcher.operations.openDirectory(inode: inode))
         }
     }
 
@@ -520,7 +545,27 @@ enum FuseCallbacks {
         }
     }
 
+    /// The only attribute names that have values (`user.notesfs.*`).
+    static let ownAttributePrefix: StaticString = "user.notesfs."
+
+    static func hasOwnAttributePrefix(_ name: UnsafePointer<CChar>) -> Bool {
+        let prefix = UnsafeRawPointer(ownAttributePrefix.utf8Start).assumingMemoryBound(to: CChar.self)
+        return strncmp(name, prefix, ownAttributePrefix.utf8CodeUnitCount) == 0
+    }
+
     static func getxattr(_ req: fuse_req_t?, _ inode: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?, _ size: Int) {
+        // The kernel asks for security.capability before every write and ls
+        // asks for security.selinux and system.posix_acl_access per file: all
+        // ENODATA, answered before any Swift string or error is made.
+        if let req, let namePointer, !hasOwnAttributePrefix(namePointer) {
+            if let userdata = fuse_req_userdata(req),
+                let statistics = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue().statistics
+            {
+                statistics.record("getxattr (other)", nanoseconds: 0)
+            }
+            _ = fuse_reply_err(req, ENODATA)
+            return
+        }
         serve(req, "getxattr") { dispatcher in
             guard let namePointer, let name = String(validatingCString: namePointer) else {
                 throw FileSystemError.noData

@@ -78,6 +78,11 @@ public final class FuseSession: @unchecked Sendable {
     public func run(maxThreads: Int) -> Int32 {
         guard let config = fuse_loop_cfg_create() else { return -ENOMEM }
         defer { fuse_loop_cfg_destroy(config) }
+        defer {
+            if let statistics = dispatcher.statistics {
+                dispatcher.log.info("requests by opcode:\n\(statistics.snapshotText())")
+            }
+        }
         fuse_loop_cfg_set_max_threads(config, UInt32(max(1, maxThreads)))
         fuse_loop_cfg_set_idle_threads(config, UInt32(max(1, maxThreads / 2)))
         fuse_loop_cfg_set_clone_fd(config, 0)
@@ -151,9 +156,13 @@ public enum MountError: Error, CustomStringConvertible, LocalizedError {
 final class FuseDispatcher: Sendable {
     let operations: any FileSystemOperations
     let log: MountLog
+    /// Per-opcode counts, only when profiling (`NOTESFS_OP_STATS=1`).
+    let statistics: OperationStatistics?
 
     init(operations: any FileSystemOperations, log: MountLog) {
         self.operations = operations
         self.log = log
+        statistics = OperationStatistics.fromEnvironment()
+        statistics?.startBurstLogging(to: log)
     }
 }

@@ -14,13 +14,17 @@ final class InodeTable: Sendable {
         /// The entry, or nil once detached.
         var ref: EntryRef?
         var lookups: UInt64
-        /// (size, mtime) when the kernel last opened it: equal means its cached pages are current.
-        var openedVersion: ContentVersion?
-    }
-
-    struct ContentVersion: Equatable {
-        var size: Int64
-        var modifiedNanoseconds: Int64
+        /// True once the kernel opened it and nothing changed it behind the
+        /// kernel's back since: the pages (or, for a directory, the listing)
+        /// the kernel cached are current. Changes made through the kernel keep
+        /// its caches right (no writeback cache: writes go through the page
+        /// cache to us); every other change clears this flag and is
+        /// invalidated explicitly.
+        var cacheTrusted = false
+        /// The bytes of a detached inode (unlinked, or replaced by a
+        /// rename-over) while the kernel still holds it: descriptors open on
+        /// it read and write these, never the store. Dropped on forget.
+        var snapshot: HandleTable.Snapshot?
     }
 
     private struct State {
@@ -52,6 +56,29 @@ final class InodeTable: Sendable {
         state.withLock { state in
             bind(&state, inode, ref)
             state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
+        }
+    }
+
+    /// The inodes the kernel knows for `refs` (one lock for a whole listing).
+    func inodes(for refs: [EntryRef]) -> [EntryRef: UInt64] {
+        state.withLock { state in
+            var found: [EntryRef: UInt64] = [:]
+            found.reserveCapacity(refs.count)
+            for ref in refs {
+                if let inode = state.inodeOfRef[ref] { found[ref] = inode }
+            }
+            return found
+        }
+    }
+
+    /// `lookedUp` for every pair, under one lock (readdirplus).
+    func lookedUp(_ pairs: [(inode: UInt64, ref: EntryRef)]) {
+        guard !pairs.isEmpty else { return }
+        state.withLock { state in
+            for (inode, ref) in pairs {
+                bind(&state, inode, ref)
+                state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
+            }
         }
     }
 
@@ -104,20 +131,55 @@ final class InodeTable: Sendable {
         }
     }
 
-    /// Records the version the kernel now caches for `inode`; returns true
-    /// when it equals the previous one (so the kernel may keep its pages).
-    func noteOpened(_ inode: UInt64, version: ContentVersion) -> Bool {
+    /// Records that the kernel opened `inode` and now caches what it reads
+    /// from it; returns true when its earlier cache is still current (so the
+    /// kernel may keep its pages or listing).
+    func noteOpened(_ inode: UInt64) -> Bool {
         state.withLock { state in
             guard state.nodes[inode] != nil else { return false }
-            let same = state.nodes[inode]?.openedVersion == version
-            state.nodes[inode]?.openedVersion = version
-            return same
+            let trusted = state.nodes[inode]?.cacheTrusted ?? false
+            state.nodes[inode]?.cacheTrusted = true
+            return trusted
         }
     }
 
-    /// Forgets the cached version (the content changed behind the kernel's back).
-    func clearOpenedVersion(_ inode: UInt64) {
-        state.withLock { $0.nodes[inode]?.openedVersion = nil }
+    /// The kernel's cache of `inode` is stale (changed behind its back).
+    func distrustCache(_ inode: UInt64) {
+        state.withLock { $0.nodes[inode]?.cacheTrusted = false }
+    }
+
+    /// Keeps `snapshot` as the bytes of `inode` (about to be detached).
+    /// Returns false when the kernel does not hold `inode`.
+    @discardableResult
+    func setSnapshot(_ inode: UInt64, _ snapshot: HandleTable.Snapshot) -> Bool {
+        state.withLock { state in
+            guard state.nodes[inode] != nil else { return false }
+            state.nodes[inode]?.snapshot = snapshot
+            return true
+        }
+    }
+
+    /// Drops kept bytes of an inode that was not detached after all (the
+    /// unlink or rename failed).
+    func clearSnapshot(_ inode: UInt64) {
+        state.withLock { state in
+            if state.nodes[inode]?.ref != nil { state.nodes[inode]?.snapshot = nil }
+        }
+    }
+
+    /// The kept bytes of a detached inode, if any.
+    func snapshot(of inode: UInt64) -> HandleTable.Snapshot? {
+        state.withLock { $0.nodes[inode]?.snapshot }
+    }
+
+    /// Changes the kept bytes of a detached inode; nil when it has none.
+    func updateSnapshot(_ inode: UInt64, _ change: (inout HandleTable.Snapshot) -> Void) -> HandleTable.Snapshot? {
+        state.withLock { state in
+            guard var snapshot = state.nodes[inode]?.snapshot else { return nil }
+            change(&snapshot)
+            state.nodes[inode]?.snapshot = snapshot
+            return snapshot
+        }
     }
 
     /// Every inode the kernel holds that still stands for an entry.

@@ -20,8 +20,19 @@ extension NotesFileSystem {
         guard let entry = try store.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
         guard entry.kind != .directory else { throw FileSystemError.isADirectory }
         preserveOpenHandles(of: entry)
-        try store.removeFile(in: directory, name: name)
+        do {
+            try store.removeFile(in: directory, name: name)
+        } catch {
+            forgetPreserved(entry)
+            throw error
+        }
         if let inode = inodes.inode(for: entry.ref) { inodes.detach(inode) }
+    }
+
+    /// Undoes `preserveOpenHandles` for an inode whose entry stayed (the
+    /// operation failed): its reads must go to the store again.
+    func forgetPreserved(_ entry: Entry) {
+        if let inode = inodes.inode(for: entry.ref) { inodes.clearSnapshot(inode) }
     }
 
     public func removeDirectory(parent: UInt64, name: String) throws {
@@ -49,10 +60,18 @@ extension NotesFileSystem {
         }
         let from = try directory(parent)
         let to = try directory(newParent)
-        if handles.hasOpenFiles, let target = try store.lookup(in: to, name: newName) {
+        var preserved: UInt64?
+        if opensAreSkipped || handles.hasOpenFiles, let target = try store.lookup(in: to, name: newName) {
             preserveOpenHandles(of: target)
+            preserved = inodes.inode(for: target.ref)
         }
-        let outcome = try store.rename(from: from, name: name, to: to, newName: newName, noReplace: flags.noReplace)
+        let outcome: RenameOutcome
+        do {
+            outcome = try store.rename(from: from, name: name, to: to, newName: newName, noReplace: flags.noReplace)
+        } catch {
+            if let preserved { inodes.clearSnapshot(preserved) }
+            throw error
+        }
         if let replaced = outcome.replacedInode { inodes.detach(replaced) }
         // The kernel keeps the source's inode at the new name: bind that
         // number to whatever entry now lives there (the same entry for a plain
@@ -62,15 +81,35 @@ extension NotesFileSystem {
             let inode = try store.inode(for: outcome.entry.ref)
             inodes.rebind(inode, to: outcome.entry.ref)
         }
+        // Bytes kept for an inode that is still attached (it was not the one
+        // replaced) would hide the store's: drop them.
+        if let preserved { inodes.clearSnapshot(preserved) }
     }
 
-    public func openDirectory(inode: UInt64) throws -> UInt64 {
+    public func openDirectory(inode: UInt64) throws -> OpenReply {
         if ControlDirectory.owns(inode) {
-            return try handles.open(.directory(inode: inode))
+            // Generated listings (history) change without notice: never cached.
+            return OpenReply(handle: try handles.open(.directory(inode: inode)), keepCache: false, directIO: true)
         }
         guard try resolve(inode).directory != nil else { throw FileSystemError.notADirectory }
-        return try handles.open(.directory(inode: inode))
+        let handle = try handles.open(.directory(inode: inode))
+        guard Self.cachesListings else { return OpenReply(handle: handle, keepCache: false, directIO: true) }
+        // The kernel caches the listing (cache_readdir) and keeps it across
+        // opens until it changes: the kernel resets it itself for changes it
+        // makes (create, unlink, rename, mkdir in this directory), and every
+        // other change invalidates the directory's inode (NotesMount).
+        return OpenReply(handle: handle, keepCache: inodes.noteOpened(inode), directIO: false)
     }
+
+    /// Whether the kernel may cache directory listings (`cache_readdir`).
+    /// Off, measured: a listing served from the kernel's cache brings no
+    /// attributes, and since every read marks the file's atime stale in the
+    /// kernel, the next `stat` of each file (a second `grep -r`) then costs one
+    /// getattr round trip per file, where readdirplus refreshes a hundred
+    /// files' attributes in one request. The invalidation of listings (the
+    /// directory's inode, for names changed behind the kernel's back) is kept
+    /// either way.
+    static let cachesListings = false
 
     public func releaseDirectory(inode: UInt64, handle: UInt64) {
         handles.close(handle)
@@ -104,10 +143,17 @@ extension NotesFileSystem {
             guard add(DirectoryEntry(name: "..", attributes: selfAttributes, offset: 2, reply: nil)) else { return }
         }
         var after = max(0, offset - Self.cookieOffsetBase)
+        // Lookups counted for the entries sent, recorded under one lock
+        // before the reply leaves (so no forget can overtake them).
+        var handedOut: [(inode: UInt64, ref: EntryRef)] = []
+        defer { inodes.lookedUp(handedOut) }
         while true {
             let batch = try store.list(directory: directory, afterCookie: after, limit: Self.listBatchEntries)
             if batch.isEmpty { return }
-            let numbers = try store.inodes(for: batch.map(\.ref), known: inodes.inode(for:))
+            let refs = batch.map(\.ref)
+            let known = inodes.inodes(for: refs)
+            let numbers = try store.inodes(for: refs, known: { known[$0] })
+            if plus { handedOut.reserveCapacity(handedOut.count + batch.count) }
             for entry in batch {
                 guard let number = numbers[entry.ref] else { continue }
                 let attributes = attributes(entry, inode: number)
@@ -117,7 +163,7 @@ extension NotesFileSystem {
                         name: entry.name, attributes: attributes, offset: entry.cookie + Self.cookieOffsetBase,
                         reply: entryReply))
                 guard accepted else { return }
-                if plus { inodes.lookedUp(number, ref: entry.ref) }
+                if plus { handedOut.append((number, entry.ref)) }
                 after = entry.cookie
             }
             if batch.count < Self.listBatchEntries { return }

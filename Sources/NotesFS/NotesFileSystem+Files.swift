@@ -4,11 +4,26 @@ import NotesStore
 // Files: open, create, read, write, fsync, release.
 extension NotesFileSystem {
     public func open(inode: UInt64, flags: OpenFlags) throws -> OpenReply {
+        if opensAreSkipped {
+            // The first open of a file after the kernel offered to skip opens:
+            // ENOSYS makes it succeed in the kernel and stop sending open and
+            // release for files (pages kept; O_TRUNC arrives as a setattr).
+            throw FileSystemError(ENOSYS)
+        }
         if let node = ControlDirectory.node(forInode: inode) {
             guard !flags.canWrite else { throw FileSystemError.accessDenied }
             let content = try control.content(node)
             let handle = try handles.open(.generated(inode: inode, content: content))
             return OpenReply(handle: handle, keepCache: false, directIO: true)
+        }
+        if !(flags.truncate && flags.canWrite), inodes.ref(for: inode) != nil {
+            // The common case answers from memory: the kernel only opens
+            // regular files here (directories go to opendir), the inode is
+            // attached to a live entry, and whether the kernel's pages are
+            // current is tracked without reading the store.
+            let keepCache = inodes.noteOpened(inode)
+            let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil))
+            return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
         }
         let ref = try resolve(inode)
         guard var entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
@@ -19,9 +34,12 @@ extension NotesFileSystem {
                 try store.truncate(ref, to: 0)
                 entry.size = 0
             }
-            inodes.clearOpenedVersion(inode)
+            // The kernel drops its pages at this open; what it caches from
+            // here on comes through it and stays current.
+            inodes.distrustCache(inode)
+            _ = inodes.noteOpened(inode)
         } else {
-            keepCache = inodes.noteOpened(inode, version: Self.version(entry))
+            keepCache = inodes.noteOpened(inode)
         }
         let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil))
         return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
@@ -34,15 +52,17 @@ extension NotesFileSystem {
             throw FileSystemError.notPermitted
         }
         let directory = try directory(parent)
-        var entry = try store.createFile(
+        var (entry, inode) = try store.createFileNumbered(
             in: directory, name: name, mode: mode & 0o7777 & ~context.umask, exclusive: flags.exclusive)
         if entry.size > 0 && flags.truncate && flags.canWrite {
             // create() of a name that appeared since the kernel's lookup.
             try store.truncate(entry.ref, to: 0)
             entry.size = 0
         }
-        let reply = try handOut(entry)
-        _ = inodes.noteOpened(reply.attributes.inode, version: Self.version(entry))
+        let reply = handOut(entry, inode: inodes.inode(for: entry.ref) ?? inode)
+        _ = inodes.noteOpened(reply.attributes.inode)
+        // Without open requests there is no release either: no handle to keep.
+        if opensAreSkipped { return (reply, OpenReply(handle: 0, keepCache: true, directIO: false)) }
         let handle = try handles.open(.file(inode: reply.attributes.inode, flags: flags, snapshot: nil))
         return (reply, OpenReply(handle: handle, keepCache: false, directIO: false))
     }
@@ -64,7 +84,7 @@ extension NotesFileSystem {
 
     public func read(inode: UInt64, handle: UInt64, offset: Int64, count: Int) throws -> Data {
         let wanted = min(count, Self.readBytesMax)
-        switch handles.handle(handle) {
+        switch handle == 0 ? nil : handles.handle(handle) {
         case .generated(_, let content):
             return Self.slice(content, offset: offset, count: wanted)
         case .file(_, _, let snapshot?):
@@ -74,7 +94,15 @@ extension NotesFileSystem {
         case .directory:
             throw FileSystemError.isADirectory
         case nil:
-            throw FileSystemError.badHandle
+            guard handle == 0 else { throw FileSystemError.badHandle }
+            // Opened without an open request.
+            if let node = ControlDirectory.node(forInode: inode) {
+                return Self.slice(try controlContent(node, inode: inode, fresh: false), offset: offset, count: wanted)
+            }
+            if let snapshot = inodes.snapshot(of: inode) {
+                return Self.slice(snapshot.content, offset: offset, count: wanted)
+            }
+            return try store.read(try resolve(inode), offset: offset, count: wanted)
         }
     }
 
@@ -86,6 +114,16 @@ extension NotesFileSystem {
     }
 
     public func write(inode: UInt64, handle: UInt64, offset: Int64, bytes: UnsafeRawBufferPointer) throws -> Int {
+        if handle == 0 {
+            // Opened without an open request (the kernel checked the access mode).
+            guard !ControlDirectory.owns(inode) else { throw FileSystemError.accessDenied }
+            let data = Data(bytes)
+            if inodes.updateSnapshot(inode, { Self.write(data, at: offset, into: &$0) }) != nil {
+                return data.count
+            }
+            try store.write(try resolve(inode), offset: offset, bytes: data)
+            return data.count
+        }
         switch handles.handle(handle) {
         case .generated, .directory, nil:
             throw FileSystemError.badHandle
@@ -94,18 +132,21 @@ extension NotesFileSystem {
             let data = Data(bytes)
             if snapshot != nil {
                 // A replaced or unlinked file: the bytes stay with this handle only.
-                _ = handles.updateSnapshot(handle) { snapshot in
-                    let end = Int(offset) + data.count
-                    if end > snapshot.content.count { Self.resize(&snapshot.content, to: end) }
-                    snapshot.content.replaceSubrange(
-                        snapshot.content.startIndex + Int(offset)..<snapshot.content.startIndex + end, with: data)
-                    snapshot.attributes.size = UInt64(snapshot.content.count)
-                }
+                _ = handles.updateSnapshot(handle) { Self.write(data, at: offset, into: &$0) }
                 return data.count
             }
             try store.write(try resolve(inode), offset: offset, bytes: data)
             return data.count
         }
+    }
+
+    /// Writes into a detached inode's or handle's own bytes.
+    static func write(_ data: Data, at offset: Int64, into snapshot: inout HandleTable.Snapshot) {
+        let end = Int(offset) + data.count
+        if end > snapshot.content.count { resize(&snapshot.content, to: end) }
+        snapshot.content.replaceSubrange(
+            snapshot.content.startIndex + Int(offset)..<snapshot.content.startIndex + end, with: data)
+        snapshot.attributes.size = UInt64(snapshot.content.count)
     }
 
     public func flush(inode: UInt64, handle: UInt64) throws {
@@ -119,6 +160,11 @@ extension NotesFileSystem {
     }
 
     public func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
+        if handle == 0 {
+            // Opened without an open request: sync unless the bytes are a detached inode's own.
+            if !ControlDirectory.owns(inode) && inodes.snapshot(of: inode) == nil { try store.durableSync() }
+            return
+        }
         if case .file(_, _, nil) = handles.handle(handle) {
             try store.durableSync()
             hooks.fileClosed()

@@ -1,6 +1,7 @@
 import Foundation
 import NotesModel
 import NotesStore
+import Synchronization
 
 /// The notes tree as a file system: maps each kernel request to one store
 /// call (plus, at most, a cheap read), keeps the inode and handle tables and
@@ -38,8 +39,50 @@ public final class NotesFileSystem: FileSystemOperations {
         dataDirectory = (store.path as NSString).deletingLastPathComponent
     }
 
-    public func connected() {
+    /// True once the kernel agreed to open files without asking (see
+    /// `connected(skipsOpens:)`): no file handles exist then, detached inodes
+    /// keep their bytes in the inode table, and control files are generated
+    /// per read.
+    let skipsOpens = Atomic<Bool>(false)
+
+    /// Generated control-file contents by inode, as of the last getattr or
+    /// read, so a read returns what the size just reported promised.
+    let controlContents = Mutex<[UInt64: (content: Data, madeAt: UInt64)]>([:])
+    /// How long generated control content is reused (one `cat`).
+    static let controlContentReuseNanoseconds: UInt64 = 1_000_000_000
+
+    public func connected(skipsOpens: Bool) {
+        self.skipsOpens.store(skipsOpens, ordering: .releasing)
         invalidations.markConnected()
+    }
+
+    var opensAreSkipped: Bool { skipsOpens.load(ordering: .acquiring) }
+
+    /// A control file's content, fresh unless made within the reuse window.
+    func controlContent(_ node: ControlDirectory.Node, inode: UInt64, fresh: Bool) throws -> Data {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if !fresh, let cached = controlContents.withLock({ $0[inode] }),
+            now &- cached.madeAt < Self.controlContentReuseNanoseconds
+        {
+            return cached.content
+        }
+        let content = try control.content(node)
+        controlContents.withLock { contents in
+            contents = contents.filter { now &- $0.value.madeAt < Self.controlContentReuseNanoseconds }
+            contents[inode] = (content, now)
+        }
+        return content
+    }
+
+    /// Attributes of a control node; for generated files, of content made now.
+    func controlAttributes(_ node: ControlDirectory.Node, inode: UInt64) throws -> FileAttributes {
+        switch node {
+        case .root, .history, .historyItem:
+            return try control.attributes(node, uid: ownerUID, gid: ownerGID)
+        default:
+            let content = try controlContent(node, inode: inode, fresh: true)
+            return control.generatedAttributes(node, size: content.count, uid: ownerUID, gid: ownerGID)
+        }
     }
 
     // MARK: Resolving inodes
@@ -86,7 +129,11 @@ public final class NotesFileSystem: FileSystemOperations {
 
     /// Hands `entry` to the kernel: counts the lookup and builds the reply.
     func handOut(_ entry: Entry) throws -> EntryReply {
-        let inode = try inodeNumber(for: entry.ref)
+        handOut(entry, inode: try inodeNumber(for: entry.ref))
+    }
+
+    /// Hands `entry` to the kernel under `inode`.
+    func handOut(_ entry: Entry, inode: UInt64) -> EntryReply {
         inodes.lookedUp(inode, ref: entry.ref)
         return reply(attributes(entry, inode: inode))
     }
@@ -100,20 +147,23 @@ public final class NotesFileSystem: FileSystemOperations {
             generation: 0, entryTimeoutSeconds: CacheTimeouts.negativeEntrySeconds, attributeTimeoutSeconds: 0)
     }
 
-    static func version(_ entry: Entry) -> InodeTable.ContentVersion {
-        InodeTable.ContentVersion(size: entry.size, modifiedNanoseconds: entry.modifiedNanoseconds)
-    }
-
     /// Gives handles still open on the entry at `name` their own copy of its
     /// bytes before it is removed or replaced, so they keep reading the old text.
+    /// Without open requests the file system cannot know whether a descriptor
+    /// is open, so any inode the kernel still holds keeps its bytes until the
+    /// kernel forgets it (right after the unlink when nothing has it open).
     func preserveOpenHandles(of entry: Entry) {
-        guard entry.kind == .file, let inode = inodes.inode(for: entry.ref),
-            handles.hasAttachedHandle(on: inode)
-        else { return }
+        guard entry.kind == .file, let inode = inodes.inode(for: entry.ref) else { return }
+        let skipped = opensAreSkipped
+        guard skipped || handles.hasAttachedHandle(on: inode) else { return }
         do {
             let content = try store.read(entry.ref, offset: 0, count: Self.readBytesMax)
-            handles.detachHandles(
-                on: inode, snapshot: HandleTable.Snapshot(content: content, attributes: attributes(entry, inode: inode)))
+            let snapshot = HandleTable.Snapshot(content: content, attributes: attributes(entry, inode: inode))
+            if skipped {
+                inodes.setSnapshot(inode, snapshot)
+            } else {
+                handles.detachHandles(on: inode, snapshot: snapshot)
+            }
         } catch {
             log.warning("could not keep the old bytes of \(entry.ref) for its open handles: \(error)")
         }
@@ -123,7 +173,9 @@ public final class NotesFileSystem: FileSystemOperations {
 
     public func lookup(parent: UInt64, name: String) throws -> EntryReply {
         if let node = control.child(ofInode: parent, name: name) {
-            return reply(try control.attributes(node, uid: ownerUID, gid: ownerGID))
+            var entry = reply(try controlAttributes(node, inode: ControlDirectory.inode(node)))
+            entry.attributeTimeoutSeconds = CacheTimeouts.controlAttributeSeconds
+            return entry
         }
         if ControlDirectory.owns(parent) { return negativeReply() }
         let directory = try directory(parent)
@@ -140,11 +192,12 @@ public final class NotesFileSystem: FileSystemOperations {
 
     public func getAttributes(inode: UInt64, handle: UInt64?) throws -> FileAttributes {
         if let node = ControlDirectory.node(forInode: inode) {
-            return try control.attributes(node, uid: ownerUID, gid: ownerGID)
+            return try controlAttributes(node, inode: inode)
         }
         if let handle, case .file(_, _, let snapshot?) = handles.handle(handle) {
             return snapshot.attributes
         }
+        if let snapshot = inodes.snapshot(of: inode) { return snapshot.attributes }
         let ref = try resolve(inode)
         guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
         return attributes(entry, inode: inode)
@@ -152,8 +205,11 @@ public final class NotesFileSystem: FileSystemOperations {
 
     public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
         if let node = ControlDirectory.node(forInode: inode) {
-            if changes.size != nil || changes.permissions != nil { throw FileSystemError.notPermitted }
-            return try control.attributes(node, uid: ownerUID, gid: ownerGID)
+            // Truncation is how `open(…, "w")` of a control file reaches us
+            // when opens are skipped: refused as the open itself would be.
+            if changes.size != nil { throw FileSystemError.accessDenied }
+            if changes.permissions != nil { throw FileSystemError.notPermitted }
+            return try controlAttributes(node, inode: inode)
         }
         if let handle, let size = changes.size,
             let snapshot = handles.updateSnapshot(handle, { snapshot in
@@ -161,6 +217,14 @@ public final class NotesFileSystem: FileSystemOperations {
                 snapshot.attributes.size = size
             })
         {
+            return snapshot.attributes
+        }
+        if let snapshot = inodes.updateSnapshot(inode, { snapshot in
+            if let size = changes.size {
+                Self.resize(&snapshot.content, to: Int(clamping: size))
+                snapshot.attributes.size = size
+            }
+        }) {
             return snapshot.attributes
         }
         let ref = try resolve(inode)

@@ -40,10 +40,18 @@ public final class NotesMount: Sendable {
         mounterBox.set(mounter)
         self.mounter = mounter
         observerID = store.addObserver { [fileSystem, invalidations] commit in
-            // Commits made while serving a kernel request are already in the
-            // kernel's caches; everything else (sync, other callers) is not.
-            guard !RequestMarker.isServing else { return }
-            invalidations.enqueue(NotesMount.invalidations(for: commit, inodes: fileSystem.inodes))
+            let items: [Invalidation]
+            if let requestDirectories = RequestMarker.currentDirectories {
+                // Commits made while serving a kernel request are already in
+                // the kernel's caches, except names the same commit changed in
+                // other directories than the request's own.
+                items = NotesMount.nameInvalidations(
+                    for: commit, inodes: fileSystem.inodes, skipping: requestDirectories)
+            } else {
+                // Everything else (sync, other callers) is not.
+                items = NotesMount.invalidations(for: commit, inodes: fileSystem.inodes)
+            }
+            if !items.isEmpty { invalidations.enqueue(items) }
         }
     }
 
@@ -52,14 +60,30 @@ public final class NotesMount: Sendable {
         var items: [Invalidation] = []
         for ref in commit.changedEntries {
             if let inode = inodes.inode(for: ref) {
-                inodes.clearOpenedVersion(inode)
+                inodes.distrustCache(inode)
                 items.append(.inode(inode))
             }
         }
+        return items + nameInvalidations(for: commit, inodes: inodes, skipping: RequestMarker.Directories())
+    }
+
+    /// The kernel's entries for names `commit` added or removed, and the
+    /// listings of their directories (cached with `cache_readdir`), except in
+    /// `skipping` (the directories a kernel request changed itself).
+    static func nameInvalidations(
+        for commit: StoreCommit, inodes: InodeTable, skipping: RequestMarker.Directories
+    ) -> [Invalidation] {
+        var items: [Invalidation] = []
+        var directories: Set<UInt64> = []
         for name in commit.removedNames + commit.addedNames {
-            if let parent = inodes.inode(for: name.directory.entry) {
+            if let parent = inodes.inode(for: name.directory.entry), !skipping.contains(parent) {
                 items.append(.entry(parent: parent, name: name.name))
+                directories.insert(parent)
             }
+        }
+        for directory in directories {
+            inodes.distrustCache(directory)
+            items.append(.inode(directory))
         }
         return items
     }
@@ -130,7 +154,7 @@ private final class ExternalChangeWatch: Sendable {
         guard changed else { return [] }
         log.info("the database was changed by another process; dropping the kernel's cached attributes and pages")
         return inodes.attachedInodes().map { inode in
-            inodes.clearOpenedVersion(inode)
+            inodes.distrustCache(inode)
             return .inode(inode)
         }
     }

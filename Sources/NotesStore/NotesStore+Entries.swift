@@ -43,7 +43,7 @@ extension NotesStore {
 
     /// The entry named `name` in `directory`, or nil.
     public func lookup(in directory: DirectoryRef, name: String) throws(StoreError) -> Entry? {
-        try read { db in try self.lookup(db, in: directory, name: name) }
+        try readOneStatement { db in try self.lookup(db, in: directory, name: name) }
     }
 
     func lookup(_ db: Connection, in directory: DirectoryRef, name: String) throws -> Entry? {
@@ -55,7 +55,7 @@ extension NotesStore {
     /// The live entry for `ref`, or nil when it no longer exists.
     public func entry(for ref: EntryRef) throws(StoreError) -> Entry? {
         if ref == .root { return rootEntry }
-        return try read { db in try self.entry(db, for: ref) }
+        return try readOneStatement { db in try self.entry(db, for: ref) }
     }
 
     func entry(_ db: Connection, for ref: EntryRef) throws -> Entry? {
@@ -69,7 +69,7 @@ extension NotesStore {
     public func list(
         directory: DirectoryRef, afterCookie: Int64 = 0, limit: Int = 1_000
     ) throws(StoreError) -> [Entry] {
-        try read { db in
+        try readOneStatement { db in
             try db.query(
                 Self.entrySelect + " WHERE n.parent_key = ? AND n.seq > ? ORDER BY n.seq LIMIT ?",
                 directory.key, afterCookie, limit
@@ -94,7 +94,7 @@ extension NotesStore {
     /// Up to `count` bytes of a note or local file from `offset`.
     public func read(_ ref: EntryRef, offset: Int64, count: Int) throws(StoreError) -> Data {
         guard offset >= 0, count >= 0 else { throw .invalidName("negative offset or count") }
-        return try read { db in
+        return try readOneStatement { db in
             let data: Data?
             switch ref {
             case .note(let id):

@@ -27,31 +27,39 @@ extension NotesStore {
         in directory: DirectoryRef, name: String, mode: UInt32 = 0o644, exclusive: Bool = true
     ) throws(StoreError) -> Entry {
         try write(origin: .local) { db, commit in
-            try requireDirectory(db, directory)
-            try validateNewName(directory, name)
-            if let existing = try lookup(db, in: directory, name: name) {
-                guard !exclusive else { throw StoreError.alreadyExists(name) }
-                guard existing.kind != .directory else { throw StoreError.isADirectory(name) }
-                return existing
-            }
-            let ref: EntryRef
-            if isLocalOnly(directory, name) {
-                ref = .local(try insertLocal(db, kind: .file, in: directory, name: name, mode: mode, commit: &commit))
-            } else {
-                let content = NoteContent(title: NameCodec.title(forName: name), body: Data(),
-                                          folderID: folderID(of: directory))
-                if let dead = try revivableNote(db, directory: directory, name: name) {
-                    try reviveNote(db, dead, content: content, commit: &commit)
-                    ref = .note(dead.id)
-                } else {
-                    let id = NoteID(newUUID())
-                    try insertNote(db, id: id, content: content, mode: mode, commit: &commit)
-                    ref = .note(id)
-                }
-            }
-            guard let entry = try entry(db, for: ref) else { throw StoreError.notFound(name) }
-            return entry
+            try createFile(db, in: directory, name: name, mode: mode, exclusive: exclusive, commit: &commit)
         }
+    }
+
+    /// `createFile` inside the caller's transaction.
+    func createFile(
+        _ db: Connection, in directory: DirectoryRef, name: String, mode: UInt32, exclusive: Bool,
+        commit: inout StoreCommit
+    ) throws -> Entry {
+        try requireDirectory(db, directory)
+        try validateNewName(directory, name)
+        if let existing = try lookup(db, in: directory, name: name) {
+            guard !exclusive else { throw StoreError.alreadyExists(name) }
+            guard existing.kind != .directory else { throw StoreError.isADirectory(name) }
+            return existing
+        }
+        let ref: EntryRef
+        if isLocalOnly(directory, name) {
+            ref = .local(try insertLocal(db, kind: .file, in: directory, name: name, mode: mode, commit: &commit))
+        } else {
+            let content = NoteContent(title: NameCodec.title(forName: name), body: Data(),
+                                      folderID: folderID(of: directory))
+            if let dead = try revivableNote(db, directory: directory, name: name) {
+                try reviveNote(db, dead, content: content, commit: &commit)
+                ref = .note(dead.id)
+            } else {
+                let id = NoteID(newUUID())
+                try insertNote(db, id: id, content: content, mode: mode, commit: &commit)
+                ref = .note(id)
+            }
+        }
+        guard let entry = try entry(db, for: ref) else { throw StoreError.notFound(name) }
+        return entry
     }
 
     /// Creates a note with content in one step (import, tests, the simulation).

@@ -13,7 +13,7 @@ extension NotesStore {
     /// The inode number of `ref`, made from the counter the first time it is asked for.
     public func inode(for ref: EntryRef) throws(StoreError) -> UInt64 {
         if ref == .root { return 1 }
-        if let existing = try read({ db in try inodeNumber(db, for: ref) }) { return existing }
+        if let existing = try readOneStatement({ db in try inodeNumber(db, for: ref) }) { return existing }
         return try write(origin: .local, checkSpace: false) { db, _ in
             if let existing = try inodeNumber(db, for: ref) { return existing }
             try db.run("INSERT INTO inodes(entry_kind, entry_id) VALUES (?, ?)", ref.kindCode, ref.idText)
@@ -24,7 +24,7 @@ extension NotesStore {
     /// The entry an inode number stands for, or nil when it was replaced or deleted.
     public func entryRef(forInode inode: UInt64) throws(StoreError) -> EntryRef? {
         if inode == 1 { return .root }
-        return try read { db in
+        return try readOneStatement { db in
             try db.queryOne("SELECT entry_kind, entry_id FROM inodes WHERE ino = ?", Int64(bitPattern: inode)) {
                 EntryRef(kindCode: $0.string(0), idText: $0.string(1))
             } ?? nil

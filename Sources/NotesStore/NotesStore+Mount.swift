@@ -3,6 +3,27 @@ import SQLiteKit
 
 // What the mount needs beyond the per-operation calls.
 extension NotesStore {
+    /// `createFile` and the new entry's inode number in one transaction (the
+    /// mount's `create`: one commit per created file, not one for the file and
+    /// another for its number).
+    public func createFileNumbered(
+        in directory: DirectoryRef, name: String, mode: UInt32 = 0o644, exclusive: Bool = true
+    ) throws(StoreError) -> (entry: Entry, inode: UInt64) {
+        try write(origin: .local) { db, commit in
+            let entry = try createFile(db, in: directory, name: name, mode: mode, exclusive: exclusive, commit: &commit)
+            return (entry, try inodeNumber(db, making: entry.ref))
+        }
+    }
+
+    /// The inode number of `ref` inside the caller's write transaction, made
+    /// from the counter the first time.
+    func inodeNumber(_ db: Connection, making ref: EntryRef) throws -> UInt64 {
+        if ref == .root { return 1 }
+        if let existing = try inodeNumber(db, for: ref) { return existing }
+        try db.run("INSERT INTO inodes(entry_kind, entry_id) VALUES (?, ?)", ref.kindCode, ref.idText)
+        return UInt64(db.lastInsertRowID)
+    }
+
     /// The inode numbers of many entries at once (a directory listing), made
     /// from the counter where missing, in at most one read and one write
     /// transaction. `known` answers from the mount's memory first.

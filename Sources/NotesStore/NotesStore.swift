@@ -14,6 +14,8 @@ public final class NotesStore: @unchecked Sendable {
     let configuration: StoreConfiguration
     private let observers = Mutex<[Int: @Sendable (StoreCommit) -> Void]>([:])
     private let nextObserverID = Atomic<Int>(0)
+    /// The last free-space answer (monotonic time, free bytes); see `ensureFreeSpace`.
+    private let freeSpaceCheck = Mutex<(checkedAt: UInt64, freeBytes: Int64)?>(nil)
     private let directoryPath: String
     /// When this store was opened; the root directory's times.
     let openedNanoseconds: Int64
@@ -84,13 +86,38 @@ public final class NotesStore: @unchecked Sendable {
         try StoreError.wrap { try queue.read(body) }
     }
 
+    /// Runs `body`, which must run exactly one statement, without an explicit
+    /// transaction: a single SELECT sees one snapshot by itself, and the
+    /// mount's hottest reads (lookup, getattr, read) save the `BEGIN` and
+    /// `COMMIT` round through SQLite's parser.
+    func readOneStatement<T>(_ body: (Connection) throws -> T) throws(StoreError) -> T {
+        try StoreError.wrap { try queue.sync(body) }
+    }
+
     private func ensureFreeSpace() throws(StoreError) {
         guard configuration.diskReserveBytes > 0 else { return }
+        // glibc's statvfs reads and parses the whole mount table on every
+        // call (for f_flag): a measurable share of each small write. Far from
+        // the reserve, one answer serves for a moment; near it, every write asks.
+        let nowTicks = DispatchTime.now().uptimeNanoseconds
+        let recent = freeSpaceCheck.withLock { last -> Bool in
+            guard let last else { return false }
+            return nowTicks &- last.checkedAt < Self.freeSpaceRecheckNanoseconds
+                && last.freeBytes - configuration.diskReserveBytes > Self.freeSpaceMarginBytes
+        }
+        if recent { return }
         var info = statvfs()
         guard statvfs(directoryPath, &info) == 0 else { return }
         let free = Int64(info.f_bavail) * Int64(info.f_frsize)
+        freeSpaceCheck.withLock { $0 = (nowTicks, free) }
         if free < configuration.diskReserveBytes { throw .diskFull }
     }
+
+    /// How long one free-space answer is trusted, when far from the reserve.
+    static let freeSpaceRecheckNanoseconds: UInt64 = 100_000_000
+    /// "Far": more free than the reserve plus this, more than a burst of
+    /// writes can use up within `freeSpaceRecheckNanoseconds`.
+    static let freeSpaceMarginBytes: Int64 = 1 << 30
 
     var now: Int64 { configuration.clock.nowNanoseconds() }
 

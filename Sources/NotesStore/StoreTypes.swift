@@ -11,7 +11,7 @@ public enum DirectoryRef: Hashable, Sendable, CustomStringConvertible {
     var key: String {
         switch self {
         case .root: "r"
-        case .folder(let id): "f:\(id)"
+        case .folder(let id): "f:" + UUIDText.format(id.uuid)
         case .local(let seq): "l:\(seq)"
         }
     }
@@ -19,8 +19,8 @@ public enum DirectoryRef: Hashable, Sendable, CustomStringConvertible {
     init?(key: String) {
         if key == "r" {
             self = .root
-        } else if key.hasPrefix("f:"), let id = FolderID(String(key.dropFirst(2))) {
-            self = .folder(id)
+        } else if key.hasPrefix("f:"), let uuid = UUIDText.parse(String(key.dropFirst(2))) {
+            self = .folder(FolderID(uuid))
         } else if key.hasPrefix("l:"), let seq = Int64(key.dropFirst(2)) {
             self = .local(seq)
         } else {
@@ -65,8 +65,8 @@ public enum EntryRef: Hashable, Sendable, CustomStringConvertible {
     var idText: String {
         switch self {
         case .root: ""
-        case .folder(let id): id.description
-        case .note(let id): id.description
+        case .folder(let id): UUIDText.format(id.uuid)
+        case .note(let id): UUIDText.format(id.uuid)
         case .local(let seq): String(seq)
         }
     }
@@ -74,8 +74,8 @@ public enum EntryRef: Hashable, Sendable, CustomStringConvertible {
     init?(kindCode: String, idText: String) {
         switch kindCode {
         case "root": self = .root
-        case "folder": guard let id = FolderID(idText) else { return nil }; self = .folder(id)
-        case "note": guard let id = NoteID(idText) else { return nil }; self = .note(id)
+        case "folder": guard let uuid = UUIDText.parse(idText) else { return nil }; self = .folder(FolderID(uuid))
+        case "note": guard let uuid = UUIDText.parse(idText) else { return nil }; self = .note(NoteID(uuid))
         case "local": guard let seq = Int64(idText) else { return nil }; self = .local(seq)
         default: return nil
         }

@@ -71,6 +71,19 @@ struct LocalOnlyAndHistoryTests {
         #expect(out.contains("/a.md"))
     }
 
+    @Test func aControlFileReadAgainShowsWhatChangedInBetween() throws {
+        // Files are opened without open requests and their pages kept: a
+        // generated file must still never be served from stale pages.
+        let fixture = try MountFixture()
+        defer { fixture.remove() }
+        let first = try fixture.sh("echo x > a.md && cat .notesfs/pending")
+        #expect(first.contains("/a.md"))
+        #expect(!first.contains("/b.md"))
+        let second = try fixture.sh("echo y > b.md && cat .notesfs/pending")
+        #expect(second.contains("/a.md"))
+        #expect(second.contains("/b.md"))
+    }
+
     @Test func tenThousandNotesListFindAndGrep() throws {
         let fixture = try MountFixture(mount: false)
         defer { fixture.remove() }
