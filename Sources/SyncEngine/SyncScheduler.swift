@@ -15,6 +15,10 @@ public actor SyncScheduler {
         public var debounceSeconds = 0.25
         /// …but no later than this after the first one (continuous typing still syncs).
         public var debounceMaxSeconds = 2.0
+        /// Edits of notes the server already has go out after this much quiet,
+        /// even when no close or fsync is reported (the mount answers most
+        /// files without open/release requests, so the kernel reports no close).
+        public var syncedEditQuietSeconds = 0.05
         /// How long the long poll holds `GET /v1/changes` open.
         public var longPollWaitSeconds = 30
         public var backoffBaseSeconds = 1.0
@@ -235,6 +239,8 @@ public actor SyncScheduler {
         } else if let last = state.localChangeAt, let first = state.firstLocalChangeAt {
             if state.closedAfterSyncedEdit && !state.otherChangePending {
                 due = now
+            } else if state.syncedEditPending && !state.otherChangePending {
+                due = min(first + configuration.debounceMaxSeconds, last + configuration.syncedEditQuietSeconds)
             } else {
                 due = min(first + configuration.debounceMaxSeconds, last + configuration.debounceSeconds)
             }

@@ -80,6 +80,7 @@ final class CountingTransport: SyncTransport {
         var configuration = SyncScheduler.Configuration()
         configuration.debounceSeconds = 1
         configuration.debounceMaxSeconds = 5
+        configuration.syncedEditQuietSeconds = 3  // so only the close can explain a fast push
         let scheduler = SyncScheduler(engine: engine, store: device.store, transport: transport, configuration: configuration)
         await scheduler.start()
         #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
