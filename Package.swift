@@ -50,7 +50,10 @@ let package = Package(
         // MARK: The command
         .executableTarget(
             name: "notesfs",
-            dependencies: ["NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "PostgresKit"]
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "SyncEngine",
+                "PostgresKit",
+            ]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
@@ -90,7 +93,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncEngineTests",
-            dependencies: ["SyncEngine", "SyncServer", "SyncProtocol", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: [
+                "SyncEngine", "SyncServer", "SyncProtocol", "HTTPServer", "NotesStore", "NotesModel", "SQLiteKit",
+                "TestSupport",
+            ]
         ),
         .testTarget(
             name: "NotesFSTests",
