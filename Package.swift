@@ -26,6 +26,11 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]
         ),
         .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "CFuse",
             pkgConfig: "fuse3",
             providers: [.apt(["libfuse3-dev", "fuse3"])]
@@ -36,7 +41,8 @@ let package = Package(
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
         .target(name: "SyncProtocol", dependencies: ["NotesModel"]),
-        .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit"]),
+        .target(name: "PostgresKit", dependencies: ["CPostgres"]),
+        .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol"]),
         .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
@@ -44,7 +50,10 @@ let package = Package(
         // MARK: The command
         .executableTarget(
             name: "notesfs",
-            dependencies: ["NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer"]
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "SyncEngine",
+                "PostgresKit",
+            ]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
@@ -85,7 +94,9 @@ let package = Package(
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"]),
         .testTarget(
             name: "SyncServerTests",
-            dependencies: ["SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: [
+                "SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "PostgresKit", "TestSupport",
+            ]
         ),
         .testTarget(
             name: "NotesStoreTests",
@@ -93,7 +104,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncEngineTests",
-            dependencies: ["SyncEngine", "SyncServer", "SyncProtocol", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: [
+                "SyncEngine", "SyncServer", "SyncProtocol", "HTTPServer", "NotesStore", "NotesModel", "SQLiteKit",
+                "TestSupport",
+            ]
         ),
         .testTarget(
             name: "SimulationTests",

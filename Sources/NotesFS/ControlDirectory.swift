@@ -30,6 +30,8 @@ struct ControlDirectory: Sendable {
     ]
 
     let store: NotesStore
+    /// Supplies sync progress and retry lines for `status`.
+    var hooks = MountHooks()
 
     static func owns(_ inode: UInt64) -> Bool { inode >= inodeBase }
 
@@ -130,7 +132,9 @@ struct ControlDirectory: Sendable {
         switch node {
         case .root, .history: throw FileSystemError.isADirectory
         case .historyItem(let seq): return try store.historyBody(seq)
-        case .status: return Data(try store.status().humanText(nowNanoseconds: NotesFileSystem.nowNanoseconds()).utf8)
+        case .status:
+            let text = try store.status().humanText(nowNanoseconds: NotesFileSystem.nowNanoseconds())
+            return Data((text + (hooks.statusExtra().map { $0 + "\n" } ?? "")).utf8)
         case .statusJSON: return try store.status().json()
         case .pending:
             let status = try store.status()

@@ -150,21 +150,30 @@ extension NotesFileSystem {
     }
 
     public func flush(inode: UInt64, handle: UInt64) throws {
-        // Every write is already committed; nothing is buffered here.
+        // Every write is already committed; nothing is buffered here. A close
+        // (flush comes even for files opened without an open request) lets an
+        // edit of a synced note go out at once.
+        if !ControlDirectory.owns(inode) { hooks.fileClosed() }
     }
 
     public func release(inode: UInt64, handle: UInt64) {
+        let wasFile = if case .file = handles.handle(handle) { true } else { false }
         handles.close(handle)
+        if wasFile { hooks.fileClosed() }
     }
 
     public func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
         if handle == 0 {
             // Opened without an open request: sync unless the bytes are a detached inode's own.
-            if !ControlDirectory.owns(inode) && inodes.snapshot(of: inode) == nil { try store.durableSync() }
+            if !ControlDirectory.owns(inode) && inodes.snapshot(of: inode) == nil {
+                try store.durableSync()
+                hooks.fileClosed()
+            }
             return
         }
         if case .file(_, _, nil) = handles.handle(handle) {
             try store.durableSync()
+            hooks.fileClosed()
         }
     }
 

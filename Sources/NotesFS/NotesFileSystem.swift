@@ -13,6 +13,8 @@ public final class NotesFileSystem: FileSystemOperations {
     let control: ControlDirectory
     let log: MountLog
     let invalidations: InvalidationQueue
+    /// Close/fsync and status hooks for the sync engine (set by the command).
+    let hooks: MountHooks
     /// The owner shown for every entry (the user running the mount).
     let ownerUID: UInt32
     let ownerGID: UInt32
@@ -29,7 +31,9 @@ public final class NotesFileSystem: FileSystemOperations {
         self.inodes = inodes
         self.invalidations = invalidations
         self.log = log
-        self.control = ControlDirectory(store: store)
+        let hooks = MountHooks()
+        self.hooks = hooks
+        self.control = ControlDirectory(store: store, hooks: hooks)
         ownerUID = getuid()
         ownerGID = getgid()
         dataDirectory = (store.path as NSString).deletingLastPathComponent

@@ -47,14 +47,17 @@ extension NotesStore {
     }
 
     /// Rows already in flight (after a crash, or a batch cut short), unchanged.
-    private func inFlight(_ db: Connection) throws -> [OutgoingChange] {
-        try db.query(
-            """
+    /// `onlySeq` reads just that row (freezing and settling one change must
+    /// not reload every frozen payload: that made a 10,000-note upload quadratic).
+    private func inFlight(_ db: Connection, onlySeq: Int64? = nil) throws -> [OutgoingChange] {
+        let columns = """
             SELECT change_id, entity_kind, entity_id, op, base_version, payload_title, payload_body,
-                   payload_folder_id, payload_name, payload_parent_id, attempts
-            FROM outbox WHERE state = 'in_flight' ORDER BY seq
+                   payload_folder_id, payload_name, payload_parent_id, attempts FROM outbox
             """
-        ) { row -> OutgoingChange? in
+        let sql = onlySeq == nil
+            ? columns + " WHERE state = 'in_flight' ORDER BY seq"
+            : columns + " WHERE seq = ? AND state = 'in_flight'"
+        return try db.query(sql, arguments: onlySeq.map { [$0] } ?? []) { row -> OutgoingChange? in
             guard let changeID = ChangeID(row.string(0)), let kind = EntityKind(rawValue: row.string(1)) else {
                 return nil
             }
@@ -104,7 +107,7 @@ extension NotesStore {
                 """, op, row.localRev, row.serverVersion, row.deleted ? nil : row.name,
                 row.deleted ? nil : row.parentID?.description, seq)
         }
-        return try inFlight(db).first { $0.entityID == entityID && $0.kind == kind }
+        return try inFlight(db, onlySeq: seq).first
     }
 
     /// Folder puts by depth (parents first), then notes, then folder deletes.
@@ -196,7 +199,7 @@ extension NotesStore {
             let (seq, rev) = try db.queryOne(
                 "SELECT seq, frozen_rev FROM outbox WHERE change_id = ? AND state = 'in_flight'",
                 changeID.description, map: { ($0.int64(0), $0.int64(1)) }),
-            let change = try inFlight(db).first(where: { $0.changeID == changeID })
+            let change = try inFlight(db, onlySeq: seq).first
         else { return nil }
         return FrozenRow(seq: seq, frozenRev: rev, change: change)
     }

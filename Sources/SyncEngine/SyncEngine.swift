@@ -63,11 +63,17 @@ public actor SyncEngine {
                 continue
             }
             let covers = requestedRuns
-            let task = Task { await self.performRun() }
+            // The run task does its own bookkeeping, so a caller waiting on it
+            // never sees a finished run still marked current (and spins).
+            let task = Task {
+                let outcome = await self.performRun()
+                self.lastOutcome = outcome
+                self.currentRun = nil
+                self.completedRuns = covers
+                return outcome
+            }
             currentRun = task
-            lastOutcome = await task.value
-            currentRun = nil
-            completedRuns = covers
+            _ = await task.value
         }
         return lastOutcome
     }

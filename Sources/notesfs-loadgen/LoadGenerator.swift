@@ -41,12 +41,17 @@ enum LoadGenerator {
         return value
     }
 
-    /// Makes accounts in a server data directory and writes their tokens.
+    /// Makes accounts in a server data directory (or the PostgreSQL store of
+    /// `--postgres CONNINFO`) and writes their tokens.
     static func setup(_ options: [String: String]) throws {
-        let directory = try option(options, "--data")
         let count = try number(options, "--accounts")
         let out = try option(options, "--out")
-        let store = try SQLiteServerStore(path: SQLiteServerStore.databasePath(inDirectory: directory))
+        let store: any ServerStore
+        if let conninfo = options["--postgres"] {
+            store = try PostgresServerStore(conninfo: conninfo, options: PostgresServerStore.Options(listen: false))
+        } else {
+            store = try SQLiteServerStore(path: SQLiteServerStore.databasePath(inDirectory: try option(options, "--data")))
+        }
         let tokens = try wait {
             var tokens: [String] = []
             let manager = AccountManager(store: store)

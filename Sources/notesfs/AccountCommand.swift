@@ -6,9 +6,9 @@ struct AccountCommand: Command {
     static let name = "account"
     static let summary = "Add, list or revoke sync server accounts and their tokens"
     static let help = """
-        Usage: notesfs account add <name> [--data DIR]
-               notesfs account list [--data DIR]
-               notesfs account revoke <name> [--data DIR]
+        Usage: notesfs account add <name> [--data DIR | --postgres CONNINFO]
+               notesfs account list [--data DIR | --postgres CONNINFO]
+               notesfs account revoke <name> [--data DIR | --postgres CONNINFO]
 
         add      Makes the account (or adds a token to an existing one) and prints a
                  new token once. Only a hash of it is stored: keep it in a file that
@@ -22,8 +22,9 @@ struct AccountCommand: Command {
         Options:
           --data DIR   Server data directory (default: $XDG_DATA_HOME/notesfs/server,
                        or ~/.local/share/notesfs/server).
+          --postgres CONNINFO  Use the PostgreSQL store of 'notesfs serve --postgres'.
         """
-    static let spec = ArgumentSpec(options: ["--data"], positional: 1...2)
+    static let spec = ArgumentSpec(options: ["--data", "--postgres"], positional: 1...2)
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let action = arguments.positional[0]

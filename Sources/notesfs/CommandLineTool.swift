@@ -7,6 +7,7 @@ enum CommandLineTool {
     /// Every subcommand, in the order `--help` lists them. Add new commands here.
     static let commands: [any Command.Type] = [
         StatusCommand.self,
+        SyncCommand.self,
         SearchCommand.self,
         ImportCommand.self,
         ExportCommand.self,

@@ -7,6 +7,7 @@ struct MountCommand: Command {
     static let summary = "Show your notes as plain files in a directory"
     static let help = """
         Usage: notesfs mount <dir> [--data DIR | --profile NAME] [--foreground]
+                             [--server URL --token-file F] [--device-name NAME]
 
         Mounts the notes database of a profile on <dir>, an existing empty
         directory: folders are directories, notes are text files. Runs in the
@@ -15,10 +16,20 @@ struct MountCommand: Command {
           --foreground   stay in the foreground and log to stderr as well
           --data DIR     the data directory (default $XDG_DATA_HOME/notesfs/<profile>)
           --profile NAME a named profile (default 'default')
+          --server URL   sync with this server (http://host:8080); remembered in the
+                         profile's sync.json, so later mounts need no flags
+          --token-file F the file holding the token 'notesfs account add' printed
+                         (read at every mount, never copied or logged)
+          --device-name NAME  the name conflict copies show (default: the host name)
+
+        With a server, the mount syncs by itself: at start, shortly after each
+        change (at once when an edited file is closed), and within moments of a
+        change on another machine. 'notesfs sync' asks it to sync now;
+        'notesfs status' and .notesfs/status show how it is going.
         """
     /// `--ready-fd` is internal: the background process reports on it.
     static let spec = ArgumentSpec(
-        options: DataLocation.options.union(["--ready-fd"]), flags: ["--foreground"], positional: 1...1)
+        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name"]), flags: ["--foreground"], positional: 1...1)
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
@@ -37,6 +48,7 @@ struct MountCommand: Command {
             } catch {
                 throw CommandError.failed("cannot create \(location.directory.path): \(error.localizedDescription)")
             }
+            try configureSync(arguments, location: location)
             if arguments.has("--foreground") {
                 return try MountDaemon(location: location, mountpoint: mountpoint, report: report).run()
             }
@@ -49,6 +61,35 @@ struct MountCommand: Command {
             report.failed(UserFacingError.describe(error))
             throw error
         }
+    }
+
+    /// Saves `--server`/`--token-file`/`--device-name` in the profile after
+    /// checking them (the token file must be readable and hold a token).
+    static func configureSync(_ arguments: ParsedArguments, location: DataLocation) throws(CommandError) {
+        let server = arguments.option("--server")
+        let tokenFile = arguments.option("--token-file")
+        let deviceName = arguments.option("--device-name")
+        if server == nil && tokenFile == nil && deviceName == nil { return }
+        var profile = try SyncProfile.load(location)
+        if let server, let tokenFile {
+            let absolute = URL(fileURLWithPath: tokenFile).standardizedFileURL.path
+            profile = SyncProfile(server: server, tokenFile: absolute, deviceName: deviceName ?? profile?.deviceName)
+        } else if server != nil || tokenFile != nil {
+            guard var existing = profile else {
+                throw .usage("--server and --token-file go together (no server is configured for this profile yet)")
+            }
+            if let server { existing.server = server }
+            if let tokenFile { existing.tokenFile = URL(fileURLWithPath: tokenFile).standardizedFileURL.path }
+            profile = existing
+        }
+        guard var profile else { throw .usage("--device-name needs a server: add --server URL --token-file F") }
+        if let deviceName {
+            guard !deviceName.isEmpty, !deviceName.contains("/") else { throw .usage("--device-name cannot be empty or contain '/'") }
+            profile.deviceName = deviceName
+        }
+        _ = try profile.serverURL()
+        _ = try profile.token()
+        try profile.save(location)
     }
 
     static func checkMountpoint(_ path: String) throws(CommandError) {
@@ -228,9 +269,14 @@ struct MountDaemon {
         log.info("notesfs \(CommandLineTool.version) mounting \(location.directory.path) on \(mountpoint) (pid \(getpid()))")
         let store = try location.openStore(create: true)
         try store.beginSession()
+        let syncSetup = try SyncService.prepare(location: location, store: store, log: log)
         let mount = try NotesMount(
             store: store, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)
+        let sync = try syncSetup.map { _, transport in
+            try SyncService(location: location, store: store, transport: transport, mount: mount, log: log)
+        }
         try mount.mount()
+        defer { sync?.stop() }
 
         let waitedSignals = signals
         let signalThread = Thread {
@@ -245,6 +291,7 @@ struct MountDaemon {
         signalThread.start()
 
         report.ready()
+        sync?.start()
         let result = mount.serve()
         log.info("stopped (\(result))")
         return 0

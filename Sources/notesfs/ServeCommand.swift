@@ -8,7 +8,7 @@ struct ServeCommand: Command {
     static let name = "serve"
     static let summary = "Run the sync server that carries changes between your machines"
     static let help = """
-        Usage: notesfs serve [--listen 127.0.0.1:8080] [--data DIR] [--retention-days N]
+        Usage: notesfs serve [--listen 127.0.0.1:8080] [--data DIR | --postgres CONNINFO] [--retention-days N]
                              [--tls-cert FILE --tls-key FILE] [limits...]
 
         Serves the sync protocol over HTTP/1.1 (HTTPS with --tls-cert/--tls-key).
@@ -21,6 +21,10 @@ struct ServeCommand: Command {
           --listen ADDR          IP address and port (default 127.0.0.1:8080; port 0 picks one)
           --data DIR             Server data directory (default: $XDG_DATA_HOME/notesfs/server,
                                  or ~/.local/share/notesfs/server)
+          --postgres CONNINFO    Keep the data in PostgreSQL instead (libpq connection string,
+                                 e.g. 'host=db dbname=notesfs'); several serve processes may
+                                 share it behind a load balancer. Migrates the schema at start.
+          --pool-size N          PostgreSQL connections per process (default 8)
           --retention-days N     Keep tombstones and answered change ids N days (default 90);
                                  a client offline longer resyncs through the index
           --tls-cert FILE        PEM certificate chain, for HTTPS
@@ -33,7 +37,7 @@ struct ServeCommand: Command {
           --push-max-bytes N     Payload bytes per push of several changes (default 4194304)
         """
     static let spec = ArgumentSpec(options: [
-        "--listen", "--data", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
+        "--listen", "--data", "--postgres", "--pool-size", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
         "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
     ])
 
@@ -64,12 +68,19 @@ struct ServeCommand: Command {
         }
 
         let logger = StandardErrorLogger()
-        let store = try ServerData.openStore(arguments, creating: true)
+        let store = try ServerData.openStore(
+            arguments, creating: true, poolSize: try positive(arguments, "--pool-size", 8))
         let server = SyncServer(
             store: store,
             configuration: SyncServer.Configuration(
                 limits: limits, tombstoneRetentionSeconds: Double(retentionDays) * 86_400),
             logger: logger)
+        // Commits made through other serve processes wake this one's long polls.
+        if let shared = store as? PostgresServerStore {
+            let notifier = server.notifier
+            shared.onRemoteCommit { account in notifier.notify(account) }
+        }
+        let dataText = arguments.option("--postgres") != nil ? "PostgreSQL" : ServerData.directory(arguments)
         let configuration = HTTPServer.Configuration(
             address: address, threadPoolSize: try positive(arguments, "--threads", 2),
             connectionLimit: try positive(arguments, "--max-connections", 4_000),
@@ -85,7 +96,7 @@ struct ServeCommand: Command {
         let scheme = tls == nil ? "http" : "https"
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
         logger.log(
-            "notesfs serve: listening on \(scheme)://\(host):\(http.port) (data \(ServerData.directory(arguments)), "
+            "notesfs serve: listening on \(scheme)://\(host):\(http.port) (data \(dataText), "
                 + "pid \(getpid()))")
 
         // Retention runs at start and every hour.

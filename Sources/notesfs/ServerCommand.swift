@@ -1,4 +1,5 @@
 import Foundation
+import PostgresKit
 import Synchronization
 import SyncServer
 
@@ -9,22 +10,37 @@ struct ServerCommand: Command {
     static let name = "server"
     static let summary = "Server maintenance: new-epoch after restoring server data from a backup"
     static let help = """
-        Usage: notesfs server new-epoch [--data DIR]
+        Usage: notesfs server new-epoch [--data DIR | --postgres CONNINFO]
+               notesfs server migrate --postgres CONNINFO
 
         new-epoch   Gives the server database a new epoch. Every client's cursor then
                     answers 410 Gone and the client resyncs through the index, so
                     nothing a client has that the restored backup lacks is lost.
                     Run it with the server stopped, right after restoring a backup.
+        migrate     Brings a PostgreSQL database's schema up to date and exits
+                    ('notesfs serve --postgres' also does this at start; several
+                    processes starting at once migrate exactly once).
 
         Options:
-          --data DIR   Server data directory (default: $XDG_DATA_HOME/notesfs/server,
-                       or ~/.local/share/notesfs/server).
+          --data DIR           Server data directory (default: $XDG_DATA_HOME/notesfs/server,
+                               or ~/.local/share/notesfs/server).
+          --postgres CONNINFO  Use a PostgreSQL database instead, e.g.
+                               'host=db.internal dbname=notesfs user=notesfs'.
         """
-    static let spec = ArgumentSpec(options: ["--data"], positional: 1...1)
+    static let spec = ArgumentSpec(options: ["--data", "--postgres"], positional: 1...1)
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
+        if arguments.positional[0] == "migrate" {
+            guard arguments.option("--postgres") != nil else {
+                throw CommandError.usage("server migrate needs --postgres CONNINFO (SQLite migrates on open)")
+            }
+            let store = try ServerData.openStore(arguments, creating: true)
+            try ServerData.blockingAwait { await store.close() }
+            console.out("The PostgreSQL schema is up to date.")
+            return 0
+        }
         guard arguments.positional[0] == "new-epoch" else {
-            throw CommandError.usage("unknown action '\(arguments.positional[0])'; the only one is new-epoch")
+            throw CommandError.usage("unknown action '\(arguments.positional[0])'; use new-epoch or migrate")
         }
         let store = try ServerData.openStore(arguments, creating: false)
         let epoch = try ServerData.blockingAwait {
@@ -49,9 +65,22 @@ enum ServerData {
         return URL(fileURLWithPath: home).appendingPathComponent(".local/share/notesfs/server").path
     }
 
-    /// Opens the SQLite store in the data directory, making the directory
+    /// Opens the PostgreSQL store of `--postgres` (migrating its schema), or
+    /// else the SQLite store in the data directory, making the directory
     /// (mode 0700) when `creating`.
-    static func openStore(_ arguments: ParsedArguments, creating: Bool) throws -> SQLiteServerStore {
+    static func openStore(_ arguments: ParsedArguments, creating: Bool, poolSize: Int = 8) throws -> any ServerStore {
+        if let conninfo = arguments.option("--postgres") {
+            guard arguments.option("--data") == nil else {
+                throw CommandError.usage("use either --data or --postgres, not both")
+            }
+            do {
+                return try PostgresServerStore(
+                    conninfo: conninfo,
+                    options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: poolSize)))
+            } catch {
+                throw CommandError.failed("cannot open the PostgreSQL store: \(error)")
+            }
+        }
         let directory = directory(arguments)
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {

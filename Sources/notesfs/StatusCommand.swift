@@ -14,12 +14,17 @@ struct StatusCommand: Command {
     static let spec = ArgumentSpec(options: DataLocation.options, flags: ["--json"])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
-        let store = try DataLocation(arguments).openStore(create: false)
+        let location = try DataLocation(arguments)
+        let store = try location.openStore(create: false)
         let status = try store.status()
+        // The running mount adds what only it knows: progress, the next retry.
+        var live = ""
+        _ = SyncControlSocket.request(path: SyncControlSocket.path(location), "status") { live = $0 }
         if arguments.has("--json") {
             FileHandle.standardOutput.write(status.json())
         } else {
-            FileHandle.standardOutput.write(Data(status.humanText(nowNanoseconds: StoreClock.system.nowNanoseconds()).utf8))
+            let text = status.humanText(nowNanoseconds: StoreClock.system.nowNanoseconds())
+            FileHandle.standardOutput.write(Data((text + (live.isEmpty ? "" : live + "\n")).utf8))
         }
         return 0
     }

@@ -18,7 +18,7 @@ struct StoreFactory: Sendable, CustomStringConvertible {
         try SQLiteServerStore(path: SQLiteServerStore.databasePath(inDirectory: directory.path))
     }
 
-    static let all: [StoreFactory] = [.sqlite]
+    static let all: [StoreFactory] = [.sqlite] + (PostgresTestCluster.included ? [.postgres] : [])
 }
 
 /// A clock tests can move.

@@ -70,6 +70,15 @@ import Testing
         #expect(reply.status == 200)
         let began = ContinuousClock.now
         kill(process.processIdentifier, SIGTERM)
+        // Poll instead of waitUntilExit alone: a server that fails to stop must
+        // fail this test, not hang the whole run.
+        while process.isRunning && ContinuousClock.now - began < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning {
+            Issue.record("notesfs serve did not stop within 20 s of SIGTERM")
+            kill(process.processIdentifier, SIGKILL)
+        }
         try await onThread { process.waitUntilExit() }
         #expect(ContinuousClock.now - began < .seconds(5))
         #expect(process.terminationReason == .exit)

@@ -79,8 +79,13 @@ public final class MountFixture: @unchecked Sendable {
 
     /// Runs `notesfs mount` (which returns once the mount is up).
     public func mount() throws {
+        try mount(extraArguments: [])
+    }
+
+    /// Runs `notesfs mount` with more flags (`--server`, `--token-file`, …).
+    public func mount(extraArguments: [String]) throws {
         guard let binary = Self.binaryPath else { throw Failure("notesfs binary not found") }
-        let result = try Self.run([binary, "mount", mountpoint, "--data", dataDirectory])
+        let result = try Self.run([binary, "mount", mountpoint, "--data", dataDirectory] + extraArguments)
         guard result.status == 0 else {
             throw Failure("notesfs mount failed (\(result.status)): \(result.standardError) \(logTail())")
         }

@@ -1,0 +1,241 @@
+import CPostgres
+import Foundation
+
+/// One libpq connection. Owns its `PGconn` and closes it in `deinit`. Not
+/// Sendable: a connection belongs to one thread or serial queue at a time
+/// (the pool hands it out that way), and every call blocks that thread.
+public final class PostgresConnection {
+    private let handle: OpaquePointer
+    /// Statements prepared on this connection: SQL text → statement name.
+    /// Each distinct SQL text is parsed and planned once per connection.
+    private var prepared: [String: String] = [:]
+    /// Prepared statements kept at most; beyond it statements run unprepared.
+    public static let preparedStatementsMax = 256
+
+    /// Connects. `conninfo` is a libpq connection string (`host=… dbname=…`
+    /// or a `postgresql://` URI); its settings win over the defaults here.
+    public init(conninfo: String, applicationName: String = "notesfs", connectTimeoutSeconds: Int = 5)
+        throws(PostgresError)
+    {
+        let keywords = ["connect_timeout", "application_name", "dbname"]
+        let values = [String(connectTimeoutSeconds), applicationName, conninfo]
+        let connection: OpaquePointer? = Self.withCStrings(keywords) { keywordPointers in
+            Self.withCStrings(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let connection else {
+            throw PostgresError(.connection, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.message(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(.connection, message: message)
+        }
+        handle = connection
+        // Server notices ("already exists, skipping") are not errors; keep them off stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// True once the connection is lost; the owner should drop it and connect anew.
+    public var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    /// True inside a transaction block (or a failed one).
+    public var isInTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// Runs one statement with `arguments` as its `$1, $2…` parameters and
+    /// returns its rows in binary format.
+    @discardableResult
+    public func execute(_ sql: String, _ arguments: any PostgresBindable...) throws(PostgresError) -> PostgresResult {
+        try execute(sql, arguments: arguments.map(\.postgresValue))
+    }
+
+    @discardableResult
+    public func execute(_ sql: String, arguments: [PostgresValue]) throws(PostgresError) -> PostgresResult {
+        var types: [UInt32] = []
+        var formats: [Int32] = []
+        var lengths: [Int32] = []
+        var buffers: [UnsafeMutablePointer<CChar>?] = []
+        defer { buffers.forEach { $0?.deallocate() } }
+        func copy(_ bytes: some Collection<UInt8>) -> UnsafeMutablePointer<CChar> {
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
+            var index = 0
+            for byte in bytes {
+                buffer[index] = CChar(bitPattern: byte)
+                index += 1
+            }
+            return buffer
+        }
+        for argument in arguments {
+            switch argument {
+            case .null:
+                types.append(0)
+                formats.append(0)
+                lengths.append(0)
+                buffers.append(nil)
+            case .text(let text):
+                let utf8 = Array(text.utf8) + [0]
+                types.append(0)
+                formats.append(0)
+                lengths.append(Int32(utf8.count - 1))
+                buffers.append(copy(utf8))
+            case .int(let value):
+                let utf8 = Array(String(value).utf8) + [0]
+                types.append(20)
+                formats.append(0)
+                lengths.append(Int32(utf8.count - 1))
+                buffers.append(copy(utf8))
+            case .bool(let value):
+                types.append(16)
+                formats.append(0)
+                lengths.append(1)
+                buffers.append(copy(value ? [UInt8(ascii: "t"), 0] : [UInt8(ascii: "f"), 0]))
+            case .bytes(let data):
+                types.append(17)
+                formats.append(1)
+                lengths.append(Int32(data.count))
+                buffers.append(copy(data))
+            }
+        }
+        var name = prepared[sql]
+        if name == nil && prepared.count < Self.preparedStatementsMax {
+            let fresh = "notesfs_\(prepared.count)"
+            _ = try check(PQprepare(handle, fresh, sql, Int32(arguments.count), types), sql: sql)
+            prepared[sql] = fresh
+            name = fresh
+        }
+        let result: OpaquePointer? = buffers.withUnsafeBufferPointer { values in
+            values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
+                if let name {
+                    PQexecPrepared(handle, name, Int32(arguments.count), values.baseAddress, lengths, formats, 1)
+                } else {
+                    PQexecParams(
+                        handle, sql, Int32(arguments.count), types, values.baseAddress, lengths, formats, 1)
+                }
+            }
+        }
+        return try check(result, sql: sql)
+    }
+
+    /// Runs SQL text that takes no parameters, possibly several statements
+    /// (migrations, `LISTEN`). Never pass it input from outside.
+    public func executeScript(_ sql: String) throws(PostgresError) {
+        _ = try check(PQexec(handle, sql), sql: sql)
+    }
+
+    private func check(_ result: OpaquePointer?, sql: String) throws(PostgresError) -> PostgresResult {
+        guard let result else {
+            throw PostgresError(.connection, message: Self.message(PQerrorMessage(handle)), sql: sql)
+        }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            return PostgresResult(handle: result, sql: sql)
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = Self.message(PQresultErrorMessage(result))
+            PQclear(result)
+            if isBroken {
+                throw PostgresError(.connection, sqlState: state, message: message, sql: sql)
+            }
+            throw PostgresError(.server, sqlState: state, message: message, sql: sql)
+        }
+    }
+
+    /// Runs `body` in a transaction: commits when it returns, rolls back when
+    /// it throws (and rethrows).
+    public func transaction<T>(_ begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
+        try execute(begin)
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+    }
+
+    /// Rolls back an open transaction, ignoring errors (the connection may be gone).
+    public func rollbackQuietly() {
+        guard !isBroken, isInTransaction else { return }
+        _ = try? execute("ROLLBACK")
+    }
+
+    /// `name` quoted as an SQL identifier, for the few statements that cannot
+    /// take parameters (`LISTEN`).
+    public func quoteIdentifier(_ name: String) throws(PostgresError) -> String {
+        guard let quoted = PQescapeIdentifier(handle, name, name.utf8.count) else {
+            throw PostgresError(.decoding, message: Self.message(PQerrorMessage(handle)))
+        }
+        defer { PQfreemem(quoted) }
+        return String(cString: quoted)
+    }
+
+    /// A notification received by `LISTEN`.
+    public struct Notification: Sendable, Hashable {
+        public var channel: String
+        public var payload: String
+        public var senderPID: Int32
+    }
+
+    /// What `waitForNotifications` saw.
+    public enum WaitOutcome {
+        case notifications([Notification])
+        case timedOut
+        case woken
+    }
+
+    /// Waits up to `timeoutMilliseconds` for notifications, or until `wakeFD`
+    /// is readable. Throws `.connection` when the connection is lost.
+    public func waitForNotifications(timeoutMilliseconds: Int32, wakeFD: Int32) throws(PostgresError) -> WaitOutcome {
+        var found = try drainNotifications()
+        if !found.isEmpty { return .notifications(found) }
+        let ready = cpostgres_wait_readable_or_woken(handle, wakeFD, timeoutMilliseconds)
+        if ready == 2 { return .woken }
+        if ready == 0 { return .timedOut }
+        if ready < 0 && errno != EINTR {
+            throw PostgresError(.connection, message: "poll failed: errno \(errno)")
+        }
+        guard PQconsumeInput(handle) == 1 else {
+            throw PostgresError(.connection, message: Self.message(PQerrorMessage(handle)))
+        }
+        found = try drainNotifications()
+        return found.isEmpty ? .timedOut : .notifications(found)
+    }
+
+    private func drainNotifications() throws(PostgresError) -> [Notification] {
+        var found: [Notification] = []
+        while let notice = PQnotifies(handle) {
+            found.append(
+                Notification(
+                    channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra),
+                    senderPID: notice.pointee.be_pid))
+            PQfreemem(notice)
+        }
+        if isBroken { throw PostgresError(.connection, message: Self.message(PQerrorMessage(handle))) }
+        return found
+    }
+
+    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "no message" }
+        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static func withCStrings<R>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R
+    ) -> R {
+        let copies = strings.map { strdup($0) } + [nil]
+        defer { copies.forEach { free($0) } }
+        return copies.map { $0.map { UnsafePointer($0) } }.withUnsafeBufferPointer { buffer in
+            body(buffer.baseAddress)
+        }
+    }
+}
+
+@available(*, unavailable)
+extension PostgresConnection: Sendable {}

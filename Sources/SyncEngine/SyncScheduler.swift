@@ -1,0 +1,398 @@
+import Foundation
+import NotesStore
+import SyncProtocol
+import Synchronization
+
+/// Decides when the engine runs (DESIGN.md "Sync engine rules"): at start; a
+/// local change after a short debounce (at once when an edited note the server
+/// already has is closed or fsynced); when the long poll sees a change or the
+/// network comes back; when the user asks (`notesfs sync`). Failed runs back
+/// off exponentially with jitter. The long poll is its own task that only
+/// triggers runs, so a save never waits behind it.
+public actor SyncScheduler {
+    public struct Configuration: Sendable {
+        /// A stream of writes becomes one push this long after the last write…
+        public var debounceSeconds = 0.25
+        /// …but no later than this after the first one (continuous typing still syncs).
+        public var debounceMaxSeconds = 2.0
+        /// Edits of notes the server already has go out after this much quiet,
+        /// even when no close or fsync is reported (the mount answers most
+        /// files without open/release requests, so the kernel reports no close).
+        public var syncedEditQuietSeconds = 0.05
+        /// How long the long poll holds `GET /v1/changes` open.
+        public var longPollWaitSeconds = 30
+        public var backoffBaseSeconds = 1.0
+        public var backoffCapSeconds = 300.0
+        /// The long poll's own backoff cap while the server cannot be reached.
+        public var pollBackoffCapSeconds = 30.0
+        /// How often the progress text is refreshed while a run goes on.
+        public var progressIntervalSeconds = 0.25
+        public init() {}
+    }
+
+    /// What a run has done so far, for progress lines (`notesfs sync --wait`, status).
+    public struct Progress: Sendable, Equatable {
+        public var running = false
+        public var pulled = 0
+        public var pushed = 0
+        public var elapsedSeconds = 0.0
+        /// Notes still to come, as far as the server's change counter tells (nil = unknown).
+        public var remainingEstimate: Int?
+
+        /// `Syncing: 3200 of ~10000 notes, 1450/s, about 5 s left`.
+        public var line: String {
+            var text = "Syncing: \(pulled)"
+            if let remaining = remainingEstimate { text += " of ~\(pulled + remaining)" }
+            text += " notes received, \(pushed) sent"
+            let rate = elapsedSeconds > 0.2 ? Double(pulled + pushed) / elapsedSeconds : 0
+            if rate >= 1 { text += ", \(Int(rate))/s" }
+            if let remaining = remainingEstimate, rate >= 1, pulled > 0 {
+                text += ", about \(Int((Double(remaining) / max(1, Double(pulled) / elapsedSeconds)).rounded(.up))) s left"
+            }
+            return text
+        }
+    }
+
+    /// Work noticed outside the actor (store observer, file closes), drained by the loop.
+    private struct Signals {
+        var localChangeAt: Double?
+        var firstLocalChangeAt: Double?
+        /// A change that is not an edit of a note the server has (a new note,
+        /// a rename, a delete) waits for the debounce even on close.
+        var otherChangePending = false
+        var syncedEditPending = false
+        var closedAfterSyncedEdit = false
+        var runNow = false
+    }
+
+    let engine: SyncEngine
+    let store: NotesStore
+    let transport: any SyncTransport
+    let configuration: Configuration
+    let clock: any SchedulerClock
+    let random: @Sendable () -> Double
+    let log: @Sendable (String) -> Void
+
+    private let signals = Mutex(Signals())
+    private let wake: AsyncStream<Void>.Continuation
+    private let wakes: AsyncStream<Void>
+    private let statusText = Mutex<String?>(nil)
+    private let progressState = Mutex(Progress())
+
+    private var backoff: Backoff
+    private var retryAt: Double?
+    private var lastOutcome: SyncRunOutcome?
+    private var runsCompleted = 0
+    private var loopTask: Task<Void, Never>?
+    private var pollTask: Task<Void, Never>?
+    private var timerTask: Task<Void, Never>?
+    private var observerID: Int?
+    private var stopped = false
+
+    /// `random` returns numbers in `0..<1` (jitter); `log` gets one line per
+    /// notable event and never note text or the token.
+    public init(
+        engine: SyncEngine, store: NotesStore, transport: any SyncTransport,
+        configuration: Configuration = Configuration(), clock: any SchedulerClock = SystemSchedulerClock(),
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.engine = engine
+        self.store = store
+        self.transport = transport
+        self.configuration = configuration
+        self.clock = clock
+        self.random = random
+        self.log = log
+        backoff = Backoff(baseSeconds: configuration.backoffBaseSeconds, capSeconds: configuration.backoffCapSeconds)
+        (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: Life cycle
+
+    /// Starts the loop (with a first run at once), the store observer and the long poll.
+    public func start() {
+        guard loopTask == nil, !stopped else { return }
+        observerID = store.addObserver { [weak self] commit in
+            self?.noticed(commit)
+        }
+        signals.withLock { $0.runNow = true }
+        loopTask = Task { await self.loop() }
+        pollTask = Task { await self.pollLoop() }
+        wake.yield()
+    }
+
+    /// Stops every task; a run in progress finishes its current request first.
+    public func stop() async {
+        stopped = true
+        if let observerID { store.removeObserver(observerID) }
+        observerID = nil
+        timerTask?.cancel()
+        pollTask?.cancel()
+        loopTask?.cancel()
+        wake.finish()
+        // The long poll may sit in a 30 s request; it ends on its own.
+        _ = await loopTask?.value
+    }
+
+    // MARK: Triggers (callable from any thread)
+
+    /// The store observer: local edits wake the push after the debounce.
+    public nonisolated func noticed(_ commit: StoreCommit) {
+        guard commit.origin == .local, commit.outboxChanged else { return }
+        let now = clock.now()
+        signals.withLock { state in
+            state.localChangeAt = now
+            if state.firstLocalChangeAt == nil { state.firstLocalChangeAt = now }
+            if commit.touchedSyncedNote {
+                state.syncedEditPending = true
+            } else {
+                state.otherChangePending = true
+            }
+        }
+        wake.yield()
+    }
+
+    /// A file of the mount was closed or fsynced: an edit of a note the server
+    /// already has goes out at once.
+    public nonisolated func fileClosed() {
+        let relevant = signals.withLock { state -> Bool in
+            guard state.syncedEditPending else { return false }
+            state.closedAfterSyncedEdit = true
+            return true
+        }
+        if relevant { wake.yield() }
+    }
+
+    /// Runs as soon as possible (outside any backoff).
+    public nonisolated func requestRun() {
+        signals.withLock { $0.runNow = true }
+        wake.yield()
+    }
+
+    /// `notesfs sync`: runs now (joining a run in progress) and returns how it
+    /// ended. With `allowMassDelete`, held deletions go out in this run.
+    public func syncNow(allowMassDelete: Bool = false, withProgress: Bool = false) async -> SyncRunOutcome {
+        if allowMassDelete {
+            do {
+                try store.allowMassDelete(true)
+            } catch {
+                return .storeFailed("cannot allow the held deletions: \(error)")
+            }
+        }
+        let outcome = await run(estimateTotal: withProgress)
+        if allowMassDelete, outcome.succeeded { try? store.allowMassDelete(false) }
+        return outcome
+    }
+
+    // MARK: Reading the state (any thread)
+
+    /// Lines for `.notesfs/status` and `notesfs status`: progress while a run
+    /// goes on, the next retry while backing off.
+    public nonisolated var statusLine: String? { statusText.withLock { $0 } }
+
+    /// The current run's progress.
+    public nonisolated var progress: Progress { progressState.withLock { $0 } }
+
+    public var completedRuns: Int { runsCompleted }
+    public var lastRunOutcome: SyncRunOutcome? { lastOutcome }
+
+    // MARK: The loop
+
+    private func loop() async {
+        for await _ in wakes {
+            if stopped || Task.isCancelled { return }
+            await evaluate()
+        }
+    }
+
+    /// Runs now if something is due, else sets a timer for when it will be.
+    private func evaluate() async {
+        while !stopped && !Task.isCancelled {
+            let now = clock.now()
+            guard let due = dueTime(now: now) else { return }
+            if due > now {
+                timerTask?.cancel()
+                let delay = due - now
+                timerTask = Task { [clock, wake] in
+                    do {
+                        try await clock.sleep(seconds: delay)
+                        wake.yield()
+                    } catch {}
+                }
+                return
+            }
+            signals.withLock { state in
+                state = Signals()
+            }
+            retryAt = nil
+            _ = await run(estimateTotal: false)
+        }
+    }
+
+    /// When the next run is due, or nil when nothing waits.
+    private func dueTime(now: Double) -> Double? {
+        let state = signals.withLock { $0 }
+        var due: Double?
+        if state.runNow {
+            due = now
+        } else if let last = state.localChangeAt, let first = state.firstLocalChangeAt {
+            if state.closedAfterSyncedEdit && !state.otherChangePending {
+                due = now
+            } else if state.syncedEditPending && !state.otherChangePending {
+                due = min(first + configuration.debounceMaxSeconds, last + configuration.syncedEditQuietSeconds)
+            } else {
+                due = min(first + configuration.debounceMaxSeconds, last + configuration.debounceSeconds)
+            }
+        }
+        if let retryAt {
+            // Backing off: local work waits for the retry; the retry itself is due then.
+            return max(due ?? retryAt, retryAt)
+        }
+        return due
+    }
+
+    /// One engine run with bookkeeping: backoff, progress, status line.
+    private func run(estimateTotal: Bool) async -> SyncRunOutcome {
+        let started = clock.now()
+        let startCounter = (try? store.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
+        var head: Int64?
+        if estimateTotal || startCounter == nil {
+            // A first sync (or a user watching): one small request for the server's head.
+            head = try? await transport.index(after: nil, limit: 1).cursor.counter
+        }
+        progressState.withLock { $0 = Progress(running: true) }
+        let interval = configuration.progressIntervalSeconds
+        let reporter = Task { [weak self] in
+            while !Task.isCancelled {
+                await self?.refreshProgress(started: started, head: head)
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+            }
+        }
+        let outcome = await engine.sync()
+        reporter.cancel()
+        await refreshProgress(started: started, head: head)
+        progressState.withLock { $0.running = false }
+        runsCompleted += 1
+        lastOutcome = outcome
+        let now = clock.now()
+        switch outcome {
+        case .succeeded:
+            if backoff.failures > 0 { log("sync: working again after \(backoff.failures) failed runs") }
+            backoff.succeeded()
+            retryAt = nil
+            statusText.withLock { $0 = nil }
+        case .failed(let error):
+            let delay = backoff.failed(unit: random())
+            retryAt = now + delay
+            log("sync failed: \(error); next try in \(Int(delay.rounded())) s")
+            statusText.withLock { $0 = "Next sync attempt in about \(Int(delay.rounded())) s (\(error))" }
+            scheduleRetryWake(after: delay)
+        case .held(let reason):
+            // Waits for the user; retry slowly so a confirmation elsewhere is noticed.
+            let delay = backoff.failed(unit: random())
+            retryAt = now + delay
+            log("sync \(reason)")
+            statusText.withLock { $0 = "Sync \(reason)" }
+            scheduleRetryWake(after: delay)
+        case .storeFailed(let reason):
+            let delay = backoff.failed(unit: random())
+            retryAt = now + delay
+            log("sync stopped by the local database: \(reason); next try in \(Int(delay.rounded())) s")
+            statusText.withLock { $0 = "Next sync attempt in about \(Int(delay.rounded())) s (\(reason))" }
+            scheduleRetryWake(after: delay)
+        }
+        return outcome
+    }
+
+    private func scheduleRetryWake(after delay: Double) {
+        timerTask?.cancel()
+        timerTask = Task { [clock, wake] in
+            do {
+                try await clock.sleep(seconds: delay)
+                wake.yield()
+            } catch {}
+        }
+    }
+
+    private func refreshProgress(started: Double, head: Int64?) async {
+        let engineProgress = await engine.progress
+        let counter = (try? store.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
+        var progress = Progress(running: true)
+        progress.pulled = engineProgress.pulled
+        progress.pushed = engineProgress.pushed
+        progress.elapsedSeconds = clock.now() - started
+        if let head { progress.remainingEstimate = max(0, Int(head - (counter ?? 0))) }
+        progressState.withLock { $0 = progress }
+        if progress.elapsedSeconds > 1 {
+            statusText.withLock { $0 = progress.line }
+        }
+    }
+
+    // MARK: The long poll
+
+    private func pollLoop() async {
+        var pollBackoff = Backoff(baseSeconds: 0.5, capSeconds: configuration.pollBackoffCapSeconds)
+        var failing = false
+        while !stopped && !Task.isCancelled {
+            guard let cursorText = (try? store.syncState().cursor) ?? nil else {
+                // No cursor until the first run has pulled. While that run
+                // fails, probe the server, so its return is noticed long
+                // before the run's backoff (up to minutes) ends.
+                if case .failed? = lastOutcome {
+                    do {
+                        _ = try await transport.changes(since: nil, limit: 1, waitSeconds: 0)
+                        pollBackoff.succeeded()
+                        backoff.succeeded()
+                        retryAt = nil
+                        await triggerAndWait()
+                    } catch {
+                        try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
+                    }
+                } else {
+                    try? await clock.sleep(seconds: 0.5)
+                }
+                continue
+            }
+            do {
+                let page = try await transport.changes(
+                    since: SyncCursor(rawValue: cursorText), limit: 1, waitSeconds: configuration.longPollWaitSeconds)
+                pollBackoff.succeeded()
+                if failing {
+                    failing = false
+                    log("sync: the server answers again")
+                    backoff.succeeded()
+                    retryAt = nil
+                    await triggerAndWait()
+                    continue
+                }
+                guard !page.changes.isEmpty || page.hasMore else { continue }
+                // Our own run may have pulled it already (or it is our own echo).
+                let current = (try? store.syncState().cursor) ?? nil
+                if current != cursorText { continue }
+                await triggerAndWait()
+            } catch {
+                if stopped || Task.isCancelled { return }
+                switch error {
+                case .cursorGone:
+                    await triggerAndWait()
+                    try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
+                default:
+                    failing = true
+                    try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
+                }
+            }
+        }
+    }
+
+    /// Triggers a run and waits until one completes (bounded), so a poll that
+    /// keeps seeing the same change cannot spin.
+    private func triggerAndWait() async {
+        let before = runsCompleted
+        requestRun()
+        let deadline = clock.now() + configuration.backoffCapSeconds + 5
+        while runsCompleted == before && !stopped && !Task.isCancelled && clock.now() < deadline {
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import HTTPServer
+import NotesModel
+import NotesStore
+import SyncEngine
+import SyncProtocol
+import SyncServer
+import TestSupport
+import Testing
+
+/// `HTTPSyncTransport` against the real libmicrohttpd server on loopback.
+@Suite(.serialized) struct HTTPTransportTests {
+    /// A real HTTP server over a `SyncWorld`'s server, on an ephemeral port.
+    final class LiveServer: Sendable {
+        let world: SyncWorld
+        let http: HTTPServer
+        var url: URL { URL(string: "http://127.0.0.1:\(http.port)")! }
+
+        init() async throws {
+            world = try await SyncWorld()
+            http = try HTTPServer(
+                server: world.server,
+                configuration: HTTPServer.Configuration(
+                    address: ListenAddress(host: "127.0.0.1", port: 0),
+                    requestBodyBytesMax: world.server.configuration.limits.requestBodyBytesMax),
+                logger: SilentLogger())
+        }
+
+        func device(_ name: String) throws -> (store: NotesStore, transport: HTTPSyncTransport, engine: SyncEngine) {
+            var configuration = StoreConfiguration()
+            configuration.defaultDeviceName = name
+            let store = try NotesStore(path: world.directory.file("\(name).sqlite"), configuration: configuration)
+            let transport = HTTPSyncTransport(baseURL: url, token: world.token)
+            return (store, transport, try SyncEngine(store: store, transport: transport))
+        }
+
+        func stop() {
+            http.stop(graceSeconds: 2)
+            world.remove()
+        }
+    }
+
+    @Test func twoDevicesSyncThroughTheRealServer() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let a = try server.device("a"), b = try server.device("b")
+        let big = String(repeating: "a line of text that compresses well\n", count: 2_000)
+        try a.store.createNote(in: .root, title: "big.md", body: Data(big.utf8))
+        #expect(await a.engine.sync() == .succeeded)
+        #expect(await b.engine.sync() == .succeeded)
+        let entry = try #require(try b.store.lookup(in: .root, name: "big.md"))
+        #expect(try b.store.contents(of: entry.ref) == Data(big.utf8))
+        // The reply was gzip-compressed on the wire and decoded by the session.
+        #expect(b.transport.wireCounters.bytesReceived < big.utf8.count / 4)
+        // A sync with nothing to do costs one small request.
+        let before = b.transport.wireCounters
+        #expect(await b.engine.sync() == .succeeded)
+        let after = b.transport.wireCounters
+        #expect(after.requests - before.requests == 1)
+        #expect(after.bytesReceived - before.bytesReceived < 1_000)
+    }
+
+    @Test func aWrongTokenIsUnauthorizedNotOffline() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let transport = HTTPSyncTransport(baseURL: server.url, token: AccessToken.generate().text)
+        await #expect(throws: TransportError.self) {
+            _ = try await transport.changes(since: nil, limit: 1, waitSeconds: 0)
+        }
+        do {
+            _ = try await transport.changes(since: nil, limit: 1, waitSeconds: 0)
+        } catch {
+            guard case .unauthorized = error else {
+                Issue.record("expected unauthorized, got \(error)")
+                return
+            }
+        }
+    }
+
+    @Test func noServerIsOffline() async throws {
+        // A port nothing listens on: bind one, note it, close it.
+        let server = try await LiveServer()
+        let url = server.url
+        server.stop()
+        let transport = HTTPSyncTransport(baseURL: url, token: AccessToken.generate().text)
+        do {
+            _ = try await transport.changes(since: nil, limit: 1, waitSeconds: 0)
+            Issue.record("a stopped server answered")
+        } catch {
+            guard case .offline = error else {
+                Issue.record("expected offline, got \(error)")
+                return
+            }
+            #expect(error.isTransient)
+        }
+    }
+
+    @Test func aForeignCursorIsGoneAndALongPollReturnsEmptyAfterItsWait() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let a = try server.device("a")
+        #expect(await a.engine.sync() == .succeeded)
+        do {
+            _ = try await a.transport.changes(
+                since: SyncCursor(epoch: "0123456789abcdef", counter: 5), limit: 1, waitSeconds: 0)
+            Issue.record("a foreign cursor was answered")
+        } catch {
+            #expect(error == .cursorGone)
+        }
+        let cursor = try #require(try a.store.syncState().cursor)
+        let started = Date()
+        let page = try await a.transport.changes(since: SyncCursor(rawValue: cursor), limit: 1, waitSeconds: 1)
+        #expect(page.changes.isEmpty)
+        #expect(Date().timeIntervalSince(started) >= 0.9)
+    }
+
+    @Test func malformedInputIsRejectedNotRetried() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let a = try server.device("a")
+        do {
+            _ = try await a.transport.index(after: "not a token", limit: 1)
+            Issue.record("a malformed after token was answered")
+        } catch {
+            guard case .rejected(let status, _, _) = error else {
+                Issue.record("expected rejected, got \(error)")
+                return
+            }
+            #expect(status == 400)
+            #expect(!error.isTransient)
+        }
+    }
+}

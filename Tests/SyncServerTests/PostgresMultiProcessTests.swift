@@ -1,0 +1,242 @@
+import Foundation
+import NotesModel
+import SyncProtocol
+import SyncServer
+import Synchronization
+import Testing
+import TestSupport
+
+/// Several `notesfs serve` processes on one PostgreSQL, behind haproxy
+/// (issue 7): long polls wake across processes, the feed stays gapless,
+/// a killed server or a restarted database loses nothing and applies nothing twice.
+@Suite(.serialized) struct PostgresMultiProcessTests {
+    /// The shared cluster and the fleet's tools, or nil after a loud skip.
+    static func ready() -> Bool {
+        guard PostgresTestCluster.cluster() != nil else { return false }
+        if let reason = PostgresFleet.unavailableReason {
+            skipLoudly("PostgreSQL multi-process tests: \(reason)")
+            return false
+        }
+        return true
+    }
+
+    /// Tells writers to finish.
+    final class StopFlag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .relaxed) }
+        func set() { value.store(true, ordering: .relaxed) }
+    }
+
+    /// What writers were told, per entity: every applied version, in order.
+    final class Ledger: Sendable {
+        private let state = Mutex<(applied: [Int64: EntityRef], retries: Int, unavailable: Int)>(([:], 0, 0))
+        func record(_ pushed: RemoteClient.Pushed, _ changes: [Change]) throws {
+            try state.withLock { state in
+                for (change, result) in zip(changes, pushed.results) {
+                    guard let version = result.appliedVersion else {
+                        throw HarnessError("\(change.ref) was not applied: \(result.status)")
+                    }
+                    guard state.applied[version] == nil else { throw HarnessError("version \(version) was given twice") }
+                    state.applied[version] = change.ref
+                }
+                state.retries += pushed.retries
+                state.unavailable += pushed.unavailable
+            }
+        }
+        var applied: [Int64: EntityRef] { state.withLock { $0.applied } }
+        var retries: Int { state.withLock { $0.retries } }
+        var unavailable: Int { state.withLock { $0.unavailable } }
+        /// The newest acknowledged version of each entity.
+        var latest: [EntityRef: Int64] {
+            var latest: [EntityRef: Int64] = [:]
+            for (version, ref) in applied where version > latest[ref] ?? 0 { latest[ref] = version }
+            return latest
+        }
+    }
+
+    /// One writer: edits its own notes (on the version it was told) or makes
+    /// new ones, one to three changes a push, retrying like a client, until `stop`.
+    static func writer(
+        _ client: RemoteClient, _ ledger: Ledger, index: Int, until stop: @escaping @Sendable () -> Bool
+    ) async throws {
+        var mine: [NoteID: Int64] = [:]
+        var generator = SystemRandomNumberGenerator()
+        var round = 0
+        while !stop() {
+            round += 1
+            var changes: [Change] = []
+            var used = Set<NoteID>()
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                if let (id, version) = mine.randomElement(using: &generator), !used.contains(id), Bool.random(using: &generator) {
+                    used.insert(id)
+                    changes.append(Make.note(id, body: "w\(index) r\(round)\n", base: version))
+                } else {
+                    let id = NoteID()
+                    used.insert(id)
+                    changes.append(Make.note(id, body: "w\(index) new r\(round)\n"))
+                }
+            }
+            let pushed = try await client.pushRetrying(changes)
+            try ledger.record(pushed, changes)
+            for (change, result) in zip(changes, pushed.results) {
+                if let version = result.appliedVersion { mine[NoteID(change.id)] = version }
+            }
+        }
+    }
+
+    /// The server's final state equals what clients were told: each entity at
+    /// its newest acknowledged version, and the counter at the number of
+    /// acknowledged versions (nothing applied twice, nothing unacknowledged).
+    static func checkFinalState(_ client: RemoteClient, _ account: PostgresTestAccount, _ ledger: Ledger) async throws {
+        let rows = try await client.drain()
+        let latest = ledger.latest
+        #expect(rows.count == latest.count, "server has \(rows.count) entities, clients made \(latest.count)")
+        let wrong = latest.filter { ref, version in rows[ref]?.version != version }
+        #expect(wrong.isEmpty, "\(wrong.count) entities differ from what clients were told, e.g. \(wrong.first.map { "\($0)" } ?? "")")
+        let versions = ledger.applied.keys.sorted()
+        #expect(versions == Array(1...Int64(max(1, versions.count))).prefix(versions.count).map { $0 }, "acknowledged versions are 1...n")
+        let records = try await account.store.accounts()
+        let counter = records.first?.counter ?? -1
+        #expect(counter == Int64(versions.count), "counter \(counter), acknowledged \(versions.count)")
+    }
+
+    @Test func aCommitThroughOneProcessWakesALongPollHeldByTheOther() async throws {
+        guard Self.ready() else { return }
+        let account = try await PostgresTestAccount.inSharedCluster()
+        let fleet = try PostgresFleet(conninfo: account.conninfo)
+        defer { fleet.stop() }
+        let first = RemoteClient(port: fleet.ports[0], token: account.token)
+        let second = RemoteClient(port: fleet.ports[1], token: account.token)
+        let start = try await first.changes(since: nil)
+        async let polled = first.changes(since: start.nextCursor, wait: 10)
+        try await Task.sleep(for: .milliseconds(500))
+        let pushedAt = ContinuousClock.now
+        let reply = try await second.push([Make.note(body: "from the other process\n")])
+        #expect(reply.status == 200)
+        let page = try await polled
+        let latency = ContinuousClock.now - pushedAt
+        #expect(page.changes.count == 1, "\(fleet.logs.suffix(2000))")
+        #expect(latency < .seconds(2), "woken after \(latency)")
+        await account.store.close()
+    }
+
+    @Test func eightWritersAndTwoReadersThroughHAProxySeeAGaplessFeed() async throws {
+        guard Self.ready() else { return }
+        let account = try await PostgresTestAccount.inSharedCluster()
+        let fleet = try PostgresFleet(conninfo: account.conninfo)
+        defer { fleet.stop() }
+        let client = RemoteClient(port: fleet.port, token: account.token)
+        let ledger = Ledger()
+        let seconds = GapFreeFeedTests.seconds
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        let stop: @Sendable () -> Bool = { ContinuousClock.now >= deadline }
+        try await withThrowingTaskGroup(of: [String].self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    try await Self.writer(client, ledger, index: index, until: stop)
+                    return []
+                }
+            }
+            for reader in 0..<2 {
+                group.addTask {
+                    var problems: [String] = []
+                    var seen: [EntityRef: Int64] = [:]
+                    var cursor: SyncCursor?
+                    var last: Int64 = 0
+                    func pull(wait: Int?) async throws -> Bool {
+                        let page = try await client.changes(since: cursor, limit: 50, wait: wait)
+                        for row in page.changes {
+                            if row.version <= last { problems.append("reader \(reader): \(row.version) after \(last)") }
+                            last = row.version
+                            seen[row.ref] = row.version
+                        }
+                        cursor = page.nextCursor
+                        return page.hasMore
+                    }
+                    while !stop() { _ = try await pull(wait: 1) }
+                    try await Task.sleep(for: .milliseconds(500))
+                    while try await pull(wait: nil) {}
+                    for (version, ref) in ledger.applied where (seen[ref] ?? 0) < version {
+                        problems.append("reader \(reader) passed over version \(version) of \(ref)")
+                    }
+                    if seen != ledger.latest { problems.append("reader \(reader) ended with \(seen.count) entities, clients made \(ledger.latest.count)") }
+                    return problems
+                }
+            }
+            var problems: [String] = []
+            for try await found in group { problems += found }
+            #expect(problems.isEmpty, "\(problems.prefix(10))")
+        }
+        #expect(ledger.applied.count > 100, "only \(ledger.applied.count) changes in \(seconds) s")
+        try await Self.checkFinalState(client, account, ledger)
+        // Both processes served requests.
+        for (index, server) in fleet.servers.enumerated() {
+            #expect(server.output.contains("POST /v1/push 200"), "process \(index) served no push")
+        }
+        FileHandle.standardError.write(
+            Data("PostgreSQL gap-free feed, 2 processes behind haproxy: \(ledger.applied.count) changes in \(seconds) s\n".utf8))
+        await account.store.close()
+    }
+
+    @Test func killingOneServerMidPushLosesNothingAndAppliesNothingTwice() async throws {
+        guard Self.ready() else { return }
+        let account = try await PostgresTestAccount.inSharedCluster()
+        let fleet = try PostgresFleet(conninfo: account.conninfo)
+        defer { fleet.stop() }
+        let client = RemoteClient(port: fleet.port, token: account.token)
+        let ledger = Ledger()
+        let stopped = StopFlag()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<6 {
+                group.addTask { try await Self.writer(client, ledger, index: index, until: { stopped.isSet }) }
+            }
+            try await Task.sleep(for: .milliseconds(1_000))
+            fleet.servers[0].signal(SIGKILL)
+            fleet.servers[0].wait()
+            try await Task.sleep(for: .milliseconds(1_500))
+            stopped.set()
+            try await group.waitForAll()
+        }
+        FileHandle.standardError.write(
+            Data("killed one of two servers: \(ledger.applied.count) changes applied, \(ledger.retries) retried requests\n".utf8))
+        #expect(ledger.applied.count > 20)
+        try await Self.checkFinalState(client, account, ledger)
+        await account.store.close()
+    }
+
+    @Test func aDatabaseRestartDuringLoadAnswers503ThenRecoversWithNothingLost() async throws {
+        guard Self.ready() else { return }
+        // A cluster of its own: this test stops it.
+        let cluster = try PostgresCluster.start(settings: PostgresTestCluster.settings)
+        defer { cluster.stop() }
+        let account = try await PostgresTestAccount.make(conninfo: cluster.conninfo())
+        let fleet = try PostgresFleet(conninfo: account.conninfo)
+        defer { fleet.stop() }
+        let client = RemoteClient(port: fleet.port, token: account.token)
+        let ledger = Ledger()
+        let stopped = StopFlag()
+        var appliedBeforeRestart = 0
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<4 {
+                group.addTask { try await Self.writer(client, ledger, index: index, until: { stopped.isSet }) }
+            }
+            try await Task.sleep(for: .milliseconds(800))
+            try await onThread { try cluster.stopServer(immediate: true) }
+            try await Task.sleep(for: .milliseconds(1_500))
+            appliedBeforeRestart = ledger.applied.count
+            try await onThread { try cluster.restart() }
+            try await Task.sleep(for: .milliseconds(2_000))
+            stopped.set()
+            try await group.waitForAll()
+        }
+        FileHandle.standardError.write(
+            Data(("database restart: \(ledger.applied.count) changes applied (\(appliedBeforeRestart) before the restart), "
+                + "\(ledger.unavailable) answers 503, \(ledger.retries) retried requests\n").utf8))
+        #expect(ledger.unavailable > 0, "no 503 while the database was down")
+        #expect(ledger.applied.count > appliedBeforeRestart, "nothing applied after the restart: \(fleet.logs.suffix(1500))")
+        // The store of the test itself reconnects too.
+        try await Self.checkFinalState(client, account, ledger)
+        for server in fleet.servers { #expect(server.isRunning) }
+        await account.store.close()
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import PostgresKit
+import SyncServer
+import Synchronization
+import Testing
+import TestSupport
+
+/// The PostgreSQL store's own promises beyond the contract suite: migrations
+/// safe with several processes, a bounded pool with a clear error, reconnects.
+@Suite(.serialized) struct PostgresStoreTests {
+    @Test func severalStoresStartingAtOnceMigrateOnceAndAgreeOnTheEpoch() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let conninfo = try PostgresTestCluster.conninfo(schema: "m_" + UUID().uuidString.prefix(8).lowercased())
+        let stores = try await withThrowingTaskGroup(of: PostgresServerStore.self) { group in
+            for _ in 0..<4 {
+                group.addTask { try await onThread { try PostgresServerStore(conninfo: conninfo) } }
+            }
+            var stores: [PostgresServerStore] = []
+            for try await store in group { stores.append(store) }
+            return stores
+        }
+        var epochs = Set<String>()
+        for store in stores { epochs.insert(try await store.epoch()) }
+        #expect(epochs.count == 1)
+        let connection = try PostgresConnection(conninfo: conninfo)
+        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 1)
+        #expect(try connection.execute("SELECT count(*) FROM server_meta").int(0, 0) == 1)
+        for store in stores { await store.close() }
+    }
+
+    @Test func anExhaustedPoolFailsAtOnceOrAfterItsTimeoutWithAClearError() async throws {
+        guard let cluster = PostgresTestCluster.cluster() else { return }
+        let pool = PostgresPool(
+            conninfo: cluster.conninfo(),
+            options: PostgresPool.Options(connectionsMax: 1, waitersMax: 1, acquireTimeoutSeconds: 0.3))
+        async let holder: Int = pool.withConnection { try $0.execute("SELECT pg_sleep(1.5)").rowCount }
+        try await Task.sleep(for: .milliseconds(200))
+        async let waiter: Int = pool.withConnection { try $0.execute("SELECT 1").rowCount }
+        try await Task.sleep(for: .milliseconds(50))
+        await #expect(throws: PostgresError.self) {
+            try await pool.withConnection { try $0.execute("SELECT 1::bigint").int64(0, 0) }
+        }
+        do {
+            _ = try await waiter
+            Issue.record("the waiter got a connection while the only one was busy")
+        } catch let error as PostgresError {
+            #expect(error.kind == .poolExhausted)
+            #expect(error.isUnavailable, "maps to 503")
+            #expect(error.description.contains("no connection of 1 was free"))
+        }
+        _ = try await holder
+        // Free again: works.
+        let one = try await pool.withConnection { try $0.execute("SELECT 1::bigint").int64(0, 0) }
+        #expect(one == 1)
+        pool.close()
+    }
+
+    @Test func aPooledConnectionKilledByTheServerIsReplacedWithoutAnError() async throws {
+        guard let cluster = PostgresTestCluster.cluster() else { return }
+        let pool = PostgresPool(conninfo: cluster.conninfo(), options: PostgresPool.Options(connectionsMax: 1))
+        let pid = try await pool.withConnection { try $0.execute("SELECT pg_backend_pid()::bigint").int64(0, 0) }
+        let admin = try PostgresConnection(conninfo: cluster.conninfo())
+        try admin.execute("SELECT pg_terminate_backend($1::integer)", pid)
+        try await Task.sleep(for: .milliseconds(100))
+        let other = try await pool.withConnection { try $0.execute("SELECT pg_backend_pid()::bigint").int64(0, 0) }
+        #expect(other != pid)
+        pool.close()
+    }
+
+    @Test func aSchemaNewerThanThisBinaryIsRefusedNotFixed() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let conninfo = try PostgresTestCluster.conninfo(schema: "n_" + UUID().uuidString.prefix(8).lowercased())
+        let store = try PostgresServerStore(conninfo: conninfo, options: PostgresServerStore.Options(listen: false))
+        await store.close()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        try connection.execute("UPDATE notesfs_schema SET version = 99")
+        #expect {
+            _ = try PostgresServerStore(conninfo: conninfo, options: PostgresServerStore.Options(listen: false))
+        } throws: { error in
+            "\(error)".contains("newer than this notesfs")
+        }
+        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 99)
+    }
+
+    @Test func aDeadlockIsReportedAsARetryableTransactionFailure() async throws {
+        guard let cluster = PostgresTestCluster.cluster() else { return }
+        let database = cluster.conninfo()
+        let table = "deadlock_" + UUID().uuidString.prefix(8).lowercased()
+        let setup = try PostgresConnection(conninfo: database)
+        try setup.executeScript("CREATE TABLE \(table)(id int PRIMARY KEY, n int); INSERT INTO \(table) VALUES (1, 0), (2, 0)")
+        /// Locks `first` then `second` in one transaction; returns the error, if any.
+        @Sendable func cross(_ first: Int, _ second: Int) throws -> PostgresError? {
+            let connection = try PostgresConnection(conninfo: database)
+            do {
+                try connection.transaction {
+                    try connection.execute("UPDATE \(table) SET n = n + 1 WHERE id = $1::integer", first)
+                    Thread.sleep(forTimeInterval: 0.3)
+                    try connection.execute("UPDATE \(table) SET n = n + 1 WHERE id = $1::integer", second)
+                }
+                return nil
+            } catch let error as PostgresError {
+                return error
+            }
+        }
+        async let a = onThread { try cross(1, 2) }
+        async let b = onThread { try cross(2, 1) }
+        let errors = [try await a, try await b].compactMap { $0 }
+        #expect(errors.count == 1, "exactly one side is chosen as the deadlock victim")
+        #expect(errors.first?.isRetryableTransaction == true, "\(errors)")
+        try setup.executeScript("DROP TABLE \(table)")
+    }
+}

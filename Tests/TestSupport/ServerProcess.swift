@@ -1,0 +1,84 @@
+import Foundation
+
+/// A real `notesfs serve` process on loopback with its data in a directory.
+/// `stop()` it in a `defer`; it is ended by its pid only.
+public final class ServerProcess: @unchecked Sendable {
+    // @unchecked: `pid` and `port` are only changed by start/stop, which one
+    // test calls from one task at a time.
+    public let dataDirectory: String
+    public let logPath: String
+    public private(set) var port: UInt16 = 0
+    public private(set) var pid: pid_t?
+
+    public var url: String { "http://127.0.0.1:\(port)" }
+
+    public init(dataDirectory: String) {
+        self.dataDirectory = dataDirectory
+        self.logPath = dataDirectory + ".log"
+    }
+
+    /// Makes an account and writes its token to `tokenPath`.
+    public func addAccount(_ name: String, tokenPath: String) throws {
+        guard let binary = MountFixture.binaryPath else { throw MountFixture.Failure("notesfs binary not found") }
+        let result = try MountFixture.run([binary, "account", "add", name, "--data", dataDirectory])
+        guard result.status == 0 else { throw MountFixture.Failure("account add failed: \(result.standardError)") }
+        try Data(result.standardOutput.utf8).write(to: URL(fileURLWithPath: tokenPath))
+        chmod(tokenPath, 0o600)
+    }
+
+    /// Starts the server (on the same port as before after a stop) and waits until it listens.
+    public func start() throws {
+        guard pid == nil else { return }
+        guard let binary = MountFixture.binaryPath else { throw MountFixture.Failure("notesfs binary not found") }
+        let listen = "127.0.0.1:\(port)"
+        try? FileManager.default.removeItem(atPath: logPath)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptySet = sigset_t()
+        sigemptyset(&emptySet)
+        posix_spawnattr_setsigmask(&attributes, &emptySet)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        let arguments = [binary, "serve", "--listen", listen, "--data", dataDirectory]
+        var cArguments = arguments.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, binary, &actions, &attributes, &cArguments, environ)
+        guard spawned == 0 else { throw MountFixture.Failure("cannot start notesfs serve: \(spawned)") }
+        pid = child
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: logPath, encoding: .utf8),
+                let range = text.range(of: "listening on http://127.0.0.1:")
+            {
+                let digits = text[range.upperBound...].prefix { $0.isNumber }
+                if let value = UInt16(digits) {
+                    port = value
+                    return
+                }
+            }
+            usleep(20_000)
+        }
+        stop()
+        throw MountFixture.Failure("notesfs serve did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+    }
+
+    /// SIGTERM, then SIGKILL after a few seconds; waits for the exit.
+    public func stop() {
+        guard let pid else { return }
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(12)
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline { kill(pid, SIGKILL) }
+            usleep(10_000)
+        }
+        self.pid = nil
+    }
+}
