@@ -157,6 +157,9 @@ public final class PostgresServerStore: ServerStore {
             try retrying(connection) {
                 let epoch = SQLiteServerSchema.makeEpoch()
                 try connection.execute("UPDATE server_meta SET value = $1 WHERE key = 'epoch'", epoch)
+                // As in SQLiteServerStore.newEpoch: never reissue a version the lost history issued.
+                try connection.execute(
+                    "UPDATE accounts SET counter = counter + $1", SQLiteServerStore.epochVersionGap)
                 try connection.execute("SELECT pg_notify($1, $2)", channel, "e:\(epoch)")
                 return epoch
             }

@@ -7,7 +7,7 @@ import Testing
 /// `NOTESFS_SIM_SEED=S swift test --filter SimulationTests`.
 @Suite struct SimulationTests {
     /// The fixed range every test run covers.
-    static let ciSeeds: ClosedRange<UInt64> = 1...700
+    static let ciSeeds: ClosedRange<UInt64> = 1...1200
 
     static func seedFile(_ name: String) -> String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(name).path
