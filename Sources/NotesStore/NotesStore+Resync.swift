@@ -148,12 +148,9 @@ extension NotesStore {
         }
     }
 
-    /// After an epoch change: the restored server's row becomes the base. A
-    /// local row that differs from it is merged with it right here — on our
-    /// old base when the restored row is exactly that, else with no common
-    /// ancestor (another machine may have written the row since the restore)
-    /// — and the result is queued, so the server gets every newer note (and
-    /// delete) back and nothing written since the restore is overwritten.
+    /// After an epoch change: the restored server's row becomes the base; a
+    /// clean local row that differs from it is queued as an edit, so the
+    /// server gets every newer note back and nothing is deleted by the restore.
     private func rebase(_ db: Connection, onto entity: RemoteEntity, commit: inout StoreCommit) throws {
         switch entity.kind {
         case .note:
@@ -163,29 +160,16 @@ extension NotesStore {
                 return
             }
             let serverNote = entity.deleted ? nil : entity.note
+            try db.run(
+                """
+                UPDATE notes SET server_version = ?, base_exists = ?, base_title = ?, base_body = ?, base_folder_id = ?
+                WHERE seq = ?
+                """, entity.version, serverNote != nil, serverNote?.title, serverNote?.body,
+                serverNote?.folderID?.description, row.seq)
             let local = row.deleted ? nil : row.content
-            guard local != serverNote else {
-                try db.run(
-                    """
-                    UPDATE notes SET server_version = ?, base_exists = ?, base_title = ?, base_body = ?, base_folder_id = ?
-                    WHERE seq = ?
-                    """, entity.version, serverNote != nil, serverNote?.title, serverNote?.body,
-                    serverNote?.folderID?.description, row.seq)
-                return
-            }
-            // Our old base is a common ancestor only when the restored row is exactly it.
-            let knownBase = serverNote == row.base ? row.base : nil
-            let merged = configuration.mergeNote(knownBase, local, serverNote)
-            try writeNote(db, row, to: merged.result, server: entity, commit: &commit)
-            if let result = merged.result, result != serverNote {
+            if local != serverNote {
                 try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
-                try enqueue(db, kind: .note, id: entity.entityID, op: "put", commit: &commit)
-            } else if merged.result == nil, serverNote != nil {
-                try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
-                try enqueue(db, kind: .note, id: entity.entityID, op: "delete", commit: &commit)
-            }
-            if let copy = merged.conflictCopy {
-                _ = try makeConflictCopy(db, of: row, copy: copy, changeID: ChangeID(newUUID()), commit: &commit)
+                try enqueue(db, kind: .note, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
             }
         case .folder:
             guard let id = FolderID(entity.entityID) else { return }
