@@ -244,7 +244,7 @@ public final class SimWorld: @unchecked Sendable {
         trace("\(device.name) froze \(batch.count) changes, then ...")
         guard !batch.isEmpty, random.chance(0.7) else { return }
         let deviceID = try device.store.device().id
-        let request = PushRequest(device: deviceID, changes: batch.compactMap(SimWire.change))
+        let request = PushRequest(device: deviceID, changes: batch.compactMap(WireMapping.change))
         let response: PushResponse
         do {
             response = try await device.transport.push(request)
@@ -255,7 +255,7 @@ public final class SimWorld: @unchecked Sendable {
         device.dirtyTokens = try device.tokensInDirtyNotes()
         let settled = random.int(0...response.results.count)
         for result in response.results.prefix(settled) {
-            guard let outcome = SimWire.outcome(result.outcome) else { continue }
+            guard let outcome = WireMapping.outcome(result.outcome) else { continue }
             try device.store.settle(result.changeId, outcome: outcome)
         }
         trace("\(device.name) settled \(settled) of \(response.results.count) answers and crashes")

@@ -3,9 +3,11 @@ import NotesModel
 import NotesStore
 import SyncProtocol
 
-/// Conversions between the store's sync values and the wire types.
-enum WireMapping {
-    static func change(_ outgoing: OutgoingChange) -> Change? {
+/// Conversions between the store's sync values and the wire types (used by the
+/// engine, and by the simulation for the pushes it makes by hand).
+public enum WireMapping {
+    /// The wire form of a frozen outbox change; nil when its id is not a UUID.
+    public static func change(_ outgoing: OutgoingChange) -> Change? {
         guard let id = UUID(uuidString: outgoing.entityID) else { return nil }
         let op: ChangeOperation = outgoing.isDelete ? .delete : .put
         return Change(
@@ -15,7 +17,7 @@ enum WireMapping {
     }
 
     /// Nil when a note body cannot be decoded (the row is treated as unreadable).
-    static func remote(_ version: EntityVersion) -> RemoteEntity? {
+    public static func remote(_ version: EntityVersion) -> RemoteEntity? {
         var entity = RemoteEntity(
             kind: version.kind, entityID: version.id.uuidString.lowercased(), version: version.version,
             deleted: version.deleted)
@@ -32,7 +34,8 @@ enum WireMapping {
         return entity
     }
 
-    static func outcome(_ outcome: ChangeResult.Outcome) -> ChangeOutcome? {
+    /// The store's form of one push result; nil when its row is unreadable.
+    public static func outcome(_ outcome: ChangeResult.Outcome) -> ChangeOutcome? {
         switch outcome {
         case .applied(let version):
             return .applied(version: version)
