@@ -275,7 +275,6 @@ public actor SyncScheduler {
         progressState.withLock { $0.running = false }
         runsCompleted += 1
         lastOutcome = outcome
-        let now = clock.now()
         switch outcome {
         case .succeeded:
             if backoff.failures > 0 { log("sync: working again after \(backoff.failures) failed runs") }
@@ -283,26 +282,31 @@ public actor SyncScheduler {
             retryAt = nil
             statusText.withLock { $0 = nil }
         case .failed(let error):
-            let delay = backoff.failed(unit: random())
-            retryAt = now + delay
-            log("sync failed: \(error); next try in \(Int(delay.rounded())) s")
-            statusText.withLock { $0 = "Next sync attempt in about \(Int(delay.rounded())) s (\(error))" }
-            scheduleRetryWake(after: delay)
+            scheduleRetry { delay in
+                ("sync failed: \(error); next try in \(Int(delay.rounded())) s",
+                 "Next sync attempt in about \(Int(delay.rounded())) s (\(error))")
+            }
         case .held(let reason):
             // Waits for the user; retry slowly so a confirmation elsewhere is noticed.
-            let delay = backoff.failed(unit: random())
-            retryAt = now + delay
-            log("sync \(reason)")
-            statusText.withLock { $0 = "Sync \(reason)" }
-            scheduleRetryWake(after: delay)
+            scheduleRetry { _ in ("sync \(reason)", "Sync \(reason)") }
         case .storeFailed(let reason):
-            let delay = backoff.failed(unit: random())
-            retryAt = now + delay
-            log("sync stopped by the local database: \(reason); next try in \(Int(delay.rounded())) s")
-            statusText.withLock { $0 = "Next sync attempt in about \(Int(delay.rounded())) s (\(reason))" }
-            scheduleRetryWake(after: delay)
+            scheduleRetry { delay in
+                ("sync stopped by the local database: \(reason); next try in \(Int(delay.rounded())) s",
+                 "Next sync attempt in about \(Int(delay.rounded())) s (\(reason))")
+            }
         }
         return outcome
+    }
+
+    /// Backs off after a run that did not succeed: logs, shows the status line
+    /// and wakes for the next attempt. `describe` gets the delay in seconds.
+    private func scheduleRetry(_ describe: (Double) -> (log: String, status: String)) {
+        let delay = backoff.failed(unit: random())
+        retryAt = clock.now() + delay
+        let text = describe(delay)
+        log(text.log)
+        statusText.withLock { $0 = text.status }
+        scheduleRetryWake(after: delay)
     }
 
     private func scheduleRetryWake(after delay: Double) {
