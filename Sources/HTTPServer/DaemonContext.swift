@@ -13,6 +13,10 @@ final class DaemonContext: Sendable {
     let requestBodyBytesMax: Int
     let gzipMinimumBytes: Int
     private let open = Atomic<Int>(0)
+    /// Connections suspended while a handler runs. libmicrohttpd aborts the
+    /// process if one is still suspended when the daemon stops.
+    private let handling = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
 
     init(server: SyncServer, logger: any ServerLogger, requestBodyBytesMax: Int, gzipMinimumBytes: Int) {
         self.server = server
@@ -27,13 +31,41 @@ final class DaemonContext: Sendable {
     func requestBegan() { open.add(1, ordering: .relaxed) }
     func requestEnded() { open.subtract(1, ordering: .releasing) }
 
+    /// Handlers still running (their connections suspended).
+    var handlersRunning: Int { handling.load(ordering: .sequentiallyConsistent) }
+
+    /// From now on requests are answered 503 instead of being handed to a
+    /// handler, so `handlersRunning` can only fall.
+    func beginStopping() { stopping.store(true, ordering: .sequentiallyConsistent) }
+
+    /// Claims a handler for a request about to be suspended; false once
+    /// stopping began. Both sides use sequentially consistent order, so
+    /// either the stopper sees this handler or this call sees the stop.
+    func claimHandler() -> Bool {
+        handling.add(1, ordering: .sequentiallyConsistent)
+        guard !stopping.load(ordering: .sequentiallyConsistent) else {
+            handling.subtract(1, ordering: .sequentiallyConsistent)
+            return false
+        }
+        return true
+    }
+
     /// Runs the handler off libmicrohttpd's thread; the connection stays
-    /// suspended (holding no worker) until the response is ready.
+    /// suspended (holding no worker) until the response is ready. Call
+    /// only after `claimHandler()` returned true.
     func handle(_ request: ServerRequest, for context: RequestContext, resuming connection: ConnectionHandle) {
         Task {
             let response = await server.handle(request)
             context.finish(response, resuming: connection)
+            handling.subtract(1, ordering: .sequentiallyConsistent)
         }
+    }
+
+    func stoppingResponse() -> ServerResponse {
+        var response = ServerError.unavailable("the server is stopping; retry in a moment").response
+        response.headers.append(("Connection", "close"))
+        response.logNote = "stopping"
+        return response
     }
 
     func payloadTooLarge() -> ServerResponse {

@@ -63,16 +63,30 @@ public final class HTTPServer: Sendable {
 
     deinit {
         // The daemon's callbacks use `context` unretained: stop it first.
+        stop(graceSeconds: 0)
         daemon.stop()
     }
 
     /// Stops accepting connections, answers parked long polls, lets requests
     /// in flight finish (up to `graceSeconds`), then stops the daemon.
+    ///
+    /// Requests that arrive on open connections meanwhile get `503`. A
+    /// handler already running is always waited for, past the grace period
+    /// if need be: libmicrohttpd cannot stop with a connection suspended.
     public func stop(graceSeconds: Double = 10) {
         guard daemon.quiesce() else { return }
+        context.beginStopping()
         context.server.beginShutdown()
         let deadline = Date().addingTimeInterval(graceSeconds)
         while context.openRequests > 0 && Date() < deadline {
+            usleep(5_000)
+        }
+        var nextReport = Date()
+        while context.handlersRunning > 0 {
+            if Date() >= nextReport {
+                context.logger.log("stopping: waiting for \(context.handlersRunning) request handler(s) to finish")
+                nextReport = Date().addingTimeInterval(5)
+            }
             usleep(5_000)
         }
         daemon.stop()
@@ -99,8 +113,12 @@ private final class Daemon: @unchecked Sendable {
         guard var address = configuration.address.socketAddressBytes else {
             throw .badAddress(configuration.address.description)
         }
+        // poll(2), not epoll: libmicrohttpd 0.9.75's MHD_quiesce_daemon races
+        // its own epoll workers over removing the listen socket and aborts the
+        // process ("Failed to remove listen FD from epoll set") when a worker
+        // wins. With poll the workers read the quiesce flag instead.
         var flags =
-            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_EPOLL.rawValue
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_POLL.rawValue
             | MHD_USE_ERROR_LOG.rawValue
         if configuration.address.host.contains(":") { flags |= MHD_USE_IPv6.rawValue }
         var tlsStrings: [UnsafeMutablePointer<CChar>] = []

@@ -49,6 +49,9 @@ func mhdAccessHandler(
         return daemon.queue(response, for: request, on: connection)
     }
     guard let serverRequest = next.request else { return .YES }
+    guard daemon.claimHandler() else {
+        return daemon.queue(daemon.stoppingResponse(), for: request, on: connection)
+    }
     MHD_suspend_connection(connection)
     daemon.handle(serverRequest, for: request, resuming: ConnectionHandle(pointer: connection))
     return .YES

@@ -22,10 +22,9 @@ final class RawConnection {
                 connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard result == 0 else {
-            Foundation.close(socket)
-            throw LoadError("connect() to port \(port) failed: \(errno)")
-        }
+        // No close here: `deinit` runs when an init throws after every stored
+        // property is set, and it closes the socket.
+        guard result == 0 else { throw LoadError("connect() to port \(port) failed: \(errno)") }
     }
 
     deinit { Foundation.close(socket) }

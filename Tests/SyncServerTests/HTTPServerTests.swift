@@ -199,6 +199,43 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
         await h.close()
     }
 
+    /// libmicrohttpd's quiesce once aborted the whole process when a worker
+    /// was busy at the moment of stopping; stopping under traffic must not.
+    private final class Traffic: Sendable {
+        let running = Atomic<Bool>(true)
+        let served = Atomic<Int>(0)
+    }
+
+    @Test func stoppingWhileClientsKeepConnectingNeverAborts() async throws {
+        for _ in 0..<40 {
+            let (h, transport) = try Self.harness { $0.threadPoolSize = 2 }
+            let port = transport.port
+            let traffic = Traffic()
+            let request = RawHTTPConnection.requestBytes(
+                method: "GET", target: Endpoint.healthz, headers: [:], body: Data())
+            let clients = (0..<4).map { _ in
+                Task {
+                    try? await onThread {
+                        while traffic.running.load(ordering: .relaxed) {
+                            guard let connection = try? RawHTTPConnection(port: port, receiveTimeoutSeconds: 2) else {
+                                continue
+                            }
+                            if connection.write(request), (try? connection.readResponse()) != nil {
+                                traffic.served.add(1, ordering: .relaxed)
+                            }
+                        }
+                    }
+                }
+            }
+            while traffic.served.load(ordering: .relaxed) < 20 { try await Task.sleep(for: .milliseconds(1)) }
+            await transport.stop()
+            traffic.running.store(false, ordering: .relaxed)
+            for client in clients { await client.value }
+            #expect(transport.http.openRequests == 0)
+            await h.close()
+        }
+    }
+
     @Test func everyRequestIsLoggedOnceWithoutNoteText() async throws {
         let logger = CollectingLogger()
         let (h, _) = try Self.harness(logger: logger)

@@ -26,10 +26,9 @@ final class RawHTTPConnection {
                 connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard result == 0 else {
-            Foundation.close(socket)
-            throw HarnessError("connect() failed: \(errno)")
-        }
+        // No close here: a class whose stored properties are all set runs
+        // `deinit` when its init throws, and that closes the socket.
+        guard result == 0 else { throw HarnessError("connect() failed: \(errno)") }
     }
 
     deinit { Foundation.close(socket) }
