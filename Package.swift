@@ -112,7 +112,7 @@ let package = Package(
         .testTarget(
             name: "SimulationTests",
             dependencies: ["NotesSimulation"],
-            exclude: ["regression-seeds.txt", "known-issue-seeds.txt"]
+            exclude: ["regression-seeds.txt"]
         ),
         .testTarget(
             name: "NotesFSTests",

@@ -87,11 +87,11 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
                 }
             }
         }
-        if world.staleAfterRestore.contains(device), sent.changes.contains(where: { $0.baseVersion != nil }) {
-            world.staleBasePushes += 1
-        }
+        let staleBases = world.staleAfterRestore.contains(device) && sent.changes.contains { $0.baseVersion != nil }
         let (status, body) = try await send(
             Endpoint.push, method: "POST", body: TransportDecoding.encode(sent), push: sent)
+        // A push the server turned away with 410 applied nothing.
+        if staleBases && status != 410 { world.staleBasePushes += 1 }
         var response = try TransportDecoding.decode(PushResponse.self, status: status, body: body)
         for index in response.results.indices {
             if let original = originalIDs[response.results[index].changeId] {

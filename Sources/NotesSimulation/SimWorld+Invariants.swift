@@ -61,7 +61,9 @@ extension SimWorld {
         foldersBefore: [UUID: (parent: UUID?, deleted: Bool)]?, originals: [ChangeID: ChangeID]
     ) {
         guard status == 200 else {
-            if (400..<500).contains(status), status != 409 {
+            // 410 is right for a push whose cursor is from an epoch the server left.
+            let staleCursor = status == 410 && request.cursor.map { $0.epoch != epoch } == true
+            if (400..<500).contains(status), status != 409, !staleCursor {
                 let applicable = request.changes.allSatisfy { change in
                     (change.note?.bodyBytes()?.count ?? 0) <= configuration.serverNoteLimit
                 }

@@ -244,13 +244,17 @@ public final class SimWorld: @unchecked Sendable {
         trace("\(device.name) froze \(batch.count) changes, then ...")
         guard !batch.isEmpty, random.chance(0.7) else { return }
         let deviceID = try device.store.device().id
-        let request = PushRequest(device: deviceID, changes: batch.compactMap(WireMapping.change))
+        let cursor = try device.store.syncState().cursor
+        let request = WireMapping.pushRequest(batch, device: deviceID, cursor: cursor)
         let response: PushResponse
         do {
             response = try await device.transport.push(request)
         } catch {
             trace("\(device.name) push failed (\(error)) and the device crashes")
             return
+        }
+        if cursor == nil, let start = response.startCursor, random.chance(0.5) {
+            try device.store.adoptStartCursor(start.rawValue)
         }
         device.dirtyTokens = try device.tokensInDirtyNotes()
         let settled = random.int(0...response.results.count)
@@ -320,7 +324,7 @@ public final class SimWorld: @unchecked Sendable {
             count(.serverRestore)
             try copyDatabase(from: backupPath, to: serverPath)
             try reopenServer()
-            epoch = try await serverStore.newEpoch()
+            epoch = try await serverStore.newEpoch(now: Date(timeIntervalSince1970: Double(time.now + time.serverJump) / 1e9))
             staleAfterRestore = Set(devices.indices)
             trace("server replaced by an older backup; new epoch")
         } else {

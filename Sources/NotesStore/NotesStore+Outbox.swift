@@ -288,7 +288,7 @@ extension NotesStore {
 
     /// Makes the conflict copy of a clashing local version, unless a retry made
     /// it already or its text equals the note or an existing copy.
-    private func makeConflictCopy(
+    func makeConflictCopy(
         _ db: Connection, of row: NoteRow, copy: NoteContent, changeID: ChangeID, commit: inout StoreCommit
     ) throws -> NoteID? {
         let copyID = ConflictPolicy.conflictCopyID(for: changeID)

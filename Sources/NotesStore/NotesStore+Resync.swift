@@ -148,9 +148,17 @@ extension NotesStore {
         }
     }
 
-    /// After an epoch change: the restored server's row becomes the base; a
-    /// clean local row that differs from it is queued as an edit, so the
-    /// server gets every newer note back and nothing is deleted by the restore.
+    /// After an epoch change, a local row that differs from the restored
+    /// server's row. Versions tell whose history is whose: a new epoch starts
+    /// past every version the lost history issued (`ServerEpoch` on the
+    /// server), so a restored row at or below the version we last synced is
+    /// one of our row's ancestors — ours stands and is queued on it, and the
+    /// server gets every newer note (and delete) back. A higher version may
+    /// have been written since the restore by another machine: we merge with
+    /// it right here, on our old base only when the restored row is exactly
+    /// that base, else with no common ancestor (the side holding every line
+    /// of the other wins, anything else becomes a conflict copy), so nothing
+    /// written on either side is overwritten.
     private func rebase(_ db: Connection, onto entity: RemoteEntity, commit: inout StoreCommit) throws {
         switch entity.kind {
         case .note:
@@ -160,16 +168,33 @@ extension NotesStore {
                 return
             }
             let serverNote = entity.deleted ? nil : entity.note
-            try db.run(
-                """
-                UPDATE notes SET server_version = ?, base_exists = ?, base_title = ?, base_body = ?, base_folder_id = ?
-                WHERE seq = ?
-                """, entity.version, serverNote != nil, serverNote?.title, serverNote?.body,
-                serverNote?.folderID?.description, row.seq)
             let local = row.deleted ? nil : row.content
-            if local != serverNote {
+            let descendsFromServer = row.serverVersion.map { entity.version <= $0 } ?? false
+            guard local != serverNote, !descendsFromServer else {
+                try db.run(
+                    """
+                    UPDATE notes SET server_version = ?, base_exists = ?, base_title = ?, base_body = ?, base_folder_id = ?
+                    WHERE seq = ?
+                    """, entity.version, serverNote != nil, serverNote?.title, serverNote?.body,
+                    serverNote?.folderID?.description, row.seq)
+                if local != serverNote {
+                    try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
+                    try enqueue(db, kind: .note, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
+                }
+                return
+            }
+            let knownBase = serverNote == row.base ? row.base : nil
+            let merged = configuration.mergeNote(knownBase, local, serverNote)
+            try writeNote(db, row, to: merged.result, server: entity, commit: &commit)
+            if let result = merged.result, result != serverNote {
                 try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
-                try enqueue(db, kind: .note, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
+                try enqueue(db, kind: .note, id: entity.entityID, op: "put", commit: &commit)
+            } else if merged.result == nil, serverNote != nil {
+                try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
+                try enqueue(db, kind: .note, id: entity.entityID, op: "delete", commit: &commit)
+            }
+            if let copy = merged.conflictCopy {
+                _ = try makeConflictCopy(db, of: row, copy: copy, changeID: ChangeID(newUUID()), commit: &commit)
             }
         case .folder:
             guard let id = FolderID(entity.entityID) else { return }
@@ -178,10 +203,16 @@ extension NotesStore {
                 return
             }
             let serverFolder = entity.deleted ? nil : entity.folder
+            let local = row.deleted ? nil : row.content
+            let descendsFromServer = row.serverVersion.map { entity.version <= $0 } ?? false
+            if local != serverFolder && !descendsFromServer && !row.isDirty {
+                // Renamed or moved since the restore, and untouched here: theirs stands.
+                try writeFolder(db, row, to: serverFolder, server: entity, commit: &commit)
+                return
+            }
             try db.run(
                 "UPDATE folders SET server_version = ?, base_exists = ?, base_name = ?, base_parent_id = ? WHERE seq = ?",
                 entity.version, serverFolder != nil, serverFolder?.name, serverFolder?.parentID?.description, row.seq)
-            let local = row.deleted ? nil : row.content
             if local != serverFolder {
                 try db.run("UPDATE folders SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
                 try enqueue(

@@ -86,10 +86,12 @@ public actor SyncEngine {
         defer { progressValue.running = false }
         let outcome: SyncRunOutcome
         do {
-            try await pushAll()
             do {
+                try await pushAll()
                 try await pullAll()
             } catch TransportError.cursorGone {
+                // A push meets 410 when the server was restored since our
+                // cursor: its bases may be lost versions, so resync first.
                 try await resync()
                 try await pushAll()
                 try await pullAll()
@@ -126,9 +128,14 @@ public actor SyncEngine {
     /// rejects as a whole is retried change by change, so one bad change never
     /// holds the others back.
     private func push(_ batch: [OutgoingChange]) async throws {
-        let changes = batch.compactMap(WireMapping.change)
+        let cursor = try store.syncState().cursor
+        let request = WireMapping.pushRequest(batch, device: device, cursor: cursor)
+        let changes = request.changes
         do {
-            let response = try await transport.push(PushRequest(device: device, changes: changes))
+            let response = try await transport.push(request)
+            if cursor == nil, let start = response.startCursor {
+                try store.adoptStartCursor(start.rawValue)
+            }
             guard response.results.count == changes.count,
                 zip(response.results, changes).allSatisfy({ $0.changeId == $1.changeId })
             else {

@@ -6,6 +6,12 @@ import SyncProtocol
 /// Conversions between the store's sync values and the wire types (used by the
 /// engine, and by the simulation for the pushes it makes by hand).
 public enum WireMapping {
+    /// The push of a frozen batch, with the store's cursor so that a server
+    /// restored since answers `410` before applying anything.
+    public static func pushRequest(_ batch: [OutgoingChange], device: DeviceID, cursor: String?) -> PushRequest {
+        PushRequest(device: device, changes: batch.compactMap(change), cursor: cursor.map(SyncCursor.init(rawValue:)))
+    }
+
     /// The wire form of a frozen outbox change; nil when its id is not a UUID.
     public static func change(_ outgoing: OutgoingChange) -> Change? {
         guard let id = UUID(uuidString: outgoing.entityID) else { return nil }

@@ -1,7 +1,7 @@
 import Foundation
 import NotesModel
 
-/// `POST /v1/push`: `{ "device", "changes": [Change] }`.
+/// `POST /v1/push`: `{ "device", "changes": [Change], "cursor"? }`.
 ///
 /// At most `ProtocolLimits.pushChangesMax` changes and
 /// `pushPayloadBytesMax` decoded payload bytes (one larger change may travel
@@ -11,33 +11,46 @@ public struct PushRequest: Hashable, Sendable, Codable {
     /// The device that made the changes (for logs and diagnostics).
     public var device: DeviceID
     public var changes: [Change]
+    /// The client's cursor, when it has one. A cursor from another server
+    /// epoch gets `410`: the changes' base versions may come from a history
+    /// the server lost, so the client must resync before it pushes.
+    public var cursor: SyncCursor?
 
-    public init(device: DeviceID, changes: [Change]) {
+    public init(device: DeviceID, changes: [Change], cursor: SyncCursor? = nil) {
         self.device = device
         self.changes = changes
+        self.cursor = cursor
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case device, changes }
+    enum CodingKeys: String, CodingKey, CaseIterable { case device, changes, cursor }
 
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownFields(Set(CodingKeys.allCases.map(\.rawValue)))
         let container = try decoder.container(keyedBy: CodingKeys.self)
         device = try container.decode(DeviceID.self, forKey: .device)
         changes = try container.decode([Change].self, forKey: .changes)
+        cursor = try container.decodeIfPresent(SyncCursor.self, forKey: .cursor)
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(device, forKey: .device)
         try container.encode(changes, forKey: .changes)
+        try container.encodeIfPresent(cursor, forKey: .cursor)
     }
 }
 
-/// The reply to a push: one result per change, in the order of the request.
+/// The answer to a push: one result per change, in order, and the cursor
+/// before the first change of the server's current epoch.
 public struct PushResponse: Hashable, Sendable, Codable {
     public var results: [ChangeResult]
+    /// A client with no cursor yet keeps this one, so that its next pull (or
+    /// push) after a restore of the server meets `410` instead of mixing
+    /// versions from two histories. Absent from servers that predate it.
+    public var startCursor: SyncCursor?
 
-    public init(results: [ChangeResult]) {
+    public init(results: [ChangeResult], startCursor: SyncCursor? = nil) {
         self.results = results
+        self.startCursor = startCursor
     }
 }

@@ -151,15 +151,15 @@ public final class PostgresServerStore: ServerStore {
         shared.epoch.withLock { $0 }
     }
 
-    public func newEpoch() async throws -> String {
+    public func newEpoch(now: Date) async throws -> String {
         let channel = channel
         let epoch = try await run { [self] connection in
             try retrying(connection) {
                 let epoch = SQLiteServerSchema.makeEpoch()
                 try connection.execute("UPDATE server_meta SET value = $1 WHERE key = 'epoch'", epoch)
-                // As in SQLiteServerStore.newEpoch: never reissue a version the lost history issued.
                 try connection.execute(
-                    "UPDATE accounts SET counter = counter + $1", SQLiteServerStore.epochVersionGap)
+                    "UPDATE accounts SET counter = GREATEST(counter + $1, $2)", ServerEpoch.minimumGap,
+                    ServerEpoch.clockFloor(now: now))
                 try connection.execute("SELECT pg_notify($1, $2)", channel, "e:\(epoch)")
                 return epoch
             }

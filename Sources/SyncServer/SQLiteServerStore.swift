@@ -100,17 +100,13 @@ public final class SQLiteServerStore: ServerStore {
         currentEpoch.withLock { $0 }
     }
 
-    /// How far `newEpoch()` moves every account's counter.
-    public static let epochVersionGap: Int64 = 1 << 32
-
-    public func newEpoch() async throws -> String {
+    public func newEpoch(now: Date) async throws -> String {
         let epoch = try await write { connection in
             let epoch = SQLiteServerSchema.makeEpoch()
             try connection.run("UPDATE server_meta SET value = ? WHERE key = 'epoch'", epoch)
-            // Versions issued after the backup are lost with it; clients still
-            // hold them as bases. Skip far past them, so a change based on a lost
-            // version conflicts (and merges) instead of matching a reissued one.
-            try connection.run("UPDATE accounts SET counter = counter + ?", Self.epochVersionGap)
+            try connection.run(
+                "UPDATE accounts SET counter = MAX(counter + ?, ?)", ServerEpoch.minimumGap,
+                ServerEpoch.clockFloor(now: now))
             return epoch
         }
         currentEpoch.withLock { $0 = epoch }

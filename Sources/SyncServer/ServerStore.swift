@@ -40,10 +40,10 @@ public protocol ServerStore: Sendable {
     func epoch() async throws -> String
 
     /// Replaces the epoch, so every client cursor answers `410` and clients
-    /// resync, and moves every account's counter far ahead, so versions the
-    /// lost history issued are never issued again. Run after restoring the
-    /// store from a backup.
-    func newEpoch() async throws -> String
+    /// resync, and moves every account's counter past every version the lost
+    /// history can have issued (see `ServerEpoch.counterFloor`), so none is
+    /// issued again. Run after restoring the store from a backup.
+    func newEpoch(now: Date) async throws -> String
 
     /// The token with this public id, if any.
     func token(id: String) async throws -> TokenRecord?

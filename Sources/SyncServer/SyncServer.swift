@@ -152,6 +152,12 @@ public final class SyncServer: Sendable {
             throw ServerError.pushTooLarge(
                 "\(payloadBytes) payload bytes in one push of several changes; at most \(limits.pushPayloadBytesMax)")
         }
+        let epoch = try await store.epoch()
+        if let cursor = push.cursor, cursor.epoch != epoch {
+            // The bases of these changes may be versions from a history this
+            // server lost (it was restored): the client resyncs first.
+            throw ServerError.cursorGone("the cursor is from another server epoch (a restored or replaced server)")
+        }
         let now = clock.now()
         let outcome = try await store.push(account: account) { transaction in
             try PushProcessor.apply(prepared, in: transaction, now: now)
@@ -163,7 +169,8 @@ public final class SyncServer: Sendable {
             if index > 0 { body.append(UInt8(ascii: ",")) }
             body.append(result)
         }
-        body.append(contentsOf: Array("]}".utf8))
+        // The epoch is the server's own letters, digits and dashes: no escaping.
+        body.append(contentsOf: Array(#"],"startCursor":"\#(SyncCursor(epoch: epoch, counter: 0).rawValue)"}"#.utf8))
         let tally = outcome.tally
         return ServerResponse(
             status: 200, contentType: "application/json", body: body,

@@ -45,7 +45,7 @@ struct ServerCommand: Command {
         let store = try ServerData.openStore(arguments, creating: false)
         let epoch = try ServerData.blockingAwait {
             defer { Task { await store.close() } }
-            return try await store.newEpoch()
+            return try await store.newEpoch(now: Date())
         }
         console.out("New epoch \(epoch). Clients will resync on their next pull.")
         return 0

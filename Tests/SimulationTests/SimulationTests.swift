@@ -14,7 +14,6 @@ import Testing
     }
 
     static var regressionSeeds: [UInt64] { Simulation.regressionSeeds(fromFile: seedFile("regression-seeds.txt")) }
-    static var knownIssueSeeds: [UInt64] { Simulation.regressionSeeds(fromFile: seedFile("known-issue-seeds.txt")) }
 
     /// Runs seeds two at a time (the CI machine has two cores) and returns the failures.
     static func failures(_ seeds: [UInt64], breakage: SimBreakage = .none) async -> [SimResult] {
@@ -33,8 +32,7 @@ import Testing
     }
 
     @Test func everySeedInTheFixedRangeKeepsEveryInvariant() async throws {
-        let known = Set(Self.knownIssueSeeds)
-        var seeds = Self.ciSeeds.filter { !known.contains($0) }
+        var seeds = Array(Self.ciSeeds)
         if let only = ProcessInfo.processInfo.environment["NOTESFS_SIM_SEED"].flatMap(UInt64.init) { seeds = [only] }
         let failed = await Self.failures(seeds)
         for result in failed { Issue.record(Comment(rawValue: Simulation.describe(result))) }
@@ -47,17 +45,6 @@ import Testing
         let failed = await Self.failures(seeds)
         for result in failed { Issue.record(Comment(rawValue: Simulation.describe(result))) }
         #expect(failed.isEmpty, "failing regression seeds: \(failed.map(\.seed))")
-    }
-
-    /// Seeds failing because of a reported, unfixed bug still fail — and the
-    /// day they pass, this test says so.
-    @Test func knownIssueSeedsStillShowTheirBug() async throws {
-        for seed in Self.knownIssueSeeds {
-            let result = await Simulation.run(seed: seed)
-            withKnownIssue("seed \(seed) fails until its bug is fixed (known-issue-seeds.txt)") {
-                #expect(result.passed, "\(Simulation.describe(result))")
-            }
-        }
     }
 
     @Test func oneSeedReplaysTheSameRunExactly() async throws {

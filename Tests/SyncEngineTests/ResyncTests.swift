@@ -46,7 +46,7 @@ import Testing
 
         // The server is replaced by the older copy and given a new epoch.
         let restored = try SQLiteServerStore(path: backup)
-        _ = try await restored.newEpoch()
+        _ = try await restored.newEpoch(now: Date())
         let server = SyncServer(store: restored)
         let devices = try [a, b].map { device in
             let transport = InProcessTransport(server: server, token: world.token)
@@ -67,6 +67,73 @@ import Testing
         #expect(await viewer.engine.sync().succeeded)
         #expect(try text(fresh.store, "new.md") == "new\n")
         #expect(try text(fresh.store, "old.md") == "old\nedited later\n")
+    }
+
+    /// The server replaced by `backup` with a new epoch, and `devices` re-pointed at it.
+    func restore(
+        _ world: SyncWorld, from backup: String, devices: [SyncWorld.Device]
+    ) async throws -> (SyncServer, [SyncWorld.Device]) {
+        let restored = try SQLiteServerStore(path: backup)
+        _ = try await restored.newEpoch(now: Date())
+        let server = SyncServer(store: restored)
+        let moved = try devices.map { device in
+            let transport = InProcessTransport(server: server, token: world.token)
+            return SyncWorld.Device(
+                store: device.store, transport: transport,
+                engine: try SyncEngine(store: device.store, transport: transport))
+        }
+        return (server, moved)
+    }
+
+    @Test func afterARestoreNoPushGoesOutOnLostVersionsAndNothingWrittenOnEitherSideIsLost() async throws {
+        let world = try await SyncWorld()
+        defer { world.remove() }
+        let a = try world.device("a"), b = try world.device("b")
+        let kept = try a.store.createNote(in: .root, title: "kept.md", body: Data("base\n".utf8))
+        try await world.syncToQuiet([a, b])
+        let backup = try world.backupServer(to: "backup.sqlite")
+        try a.store.replaceBody(of: kept, with: Data("base\nafter backup\n".utf8))
+        try a.store.createNote(in: .root, title: "only.md", body: Data("only\n".utf8))
+        try await world.syncToQuiet([a, b])
+
+        let (_, devices) = try await restore(world, from: backup, devices: [a, b])
+        let (a2, b2) = (devices[0], devices[1])
+        // b writes first: its push meets 410 and resyncs; the restored row is
+        // older than what b had, so b's text goes back whole.
+        try b2.store.replaceBody(of: kept, with: Data("base\nafter backup\nb after restore\n".utf8))
+        #expect(await b2.engine.sync().succeeded)
+        // a still holds only versions from the lost history: a rename of a note
+        // the restored server never had, and a note b wrote to since.
+        _ = try a2.store.rename(from: .root, name: "only.md", to: .root, newName: "renamed.md")
+        #expect(await a2.engine.sync().succeeded)
+        try await world.syncToQuiet(devices)
+        for device in devices {
+            #expect(try text(device.store, "kept.md") == "base\nafter backup\nb after restore\n")
+            #expect(try text(device.store, "renamed.md") == "only\n")
+            #expect(try text(device.store, "only.md") == nil)
+            #expect(try device.store.status().noteCount == 2, "no conflict copy: every line is in one note")
+        }
+    }
+
+    @Test func aDeviceThatHasOnlyPushedLearnsTheEpochAndMeetsTheRestore() async throws {
+        let world = try await SyncWorld()
+        defer { world.remove() }
+        let a = try world.device("a"), c = try world.device("c")
+        try a.store.createNote(in: .root, title: "a.md", body: Data("a\n".utf8))
+        try await world.syncToQuiet([a])
+        let backup = try world.backupServer(to: "backup.sqlite")
+        try c.store.createNote(in: .root, title: "c.md", body: Data("written on c\n".utf8))
+        c.transport.queueFaults([.none, .serverError])  // the push lands, the pull fails
+        #expect(await c.engine.sync().succeeded == false)
+        let epoch = try await world.serverStore.epoch()
+        #expect(try c.store.syncState().cursor == SyncCursor(epoch: epoch, counter: 0).rawValue)
+
+        let (_, devices) = try await restore(world, from: backup, devices: [a, c])
+        try await world.syncToQuiet(devices)
+        for device in devices {
+            #expect(try text(device.store, "c.md") == "written on c\n")
+            #expect(try text(device.store, "a.md") == "a\n")
+        }
     }
 
     @Test func tombstonesPulledForMostNotesAreHeldUntilConfirmed() async throws {

@@ -127,8 +127,8 @@ final class Harness: Sendable {
             headers: headers)
     }
 
-    func pushRaw(_ changes: [Change], token: String) async throws -> Reply {
-        let body = try WireCoding.encoder().encode(PushRequest(device: device, changes: changes))
+    func pushRaw(_ changes: [Change], token: String, cursor: SyncCursor? = nil) async throws -> Reply {
+        let body = try WireCoding.encoder().encode(PushRequest(device: device, changes: changes, cursor: cursor))
         return try await send("POST", Endpoint.push, token: token, body: body)
     }
 

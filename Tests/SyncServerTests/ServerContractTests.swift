@@ -227,9 +227,45 @@ struct ContractTarget: Sendable, CustomTestStringConvertible {
         #expect(try await h.changesRaw(token: token, since: SyncCursor(epoch: epoch, counter: 2)).status == 200)
         #expect(try await h.changes(token: token).changes.isEmpty)
         // A new epoch (restored server) makes every cursor gone.
-        _ = try await h.store.newEpoch()
+        _ = try await h.store.newEpoch(now: Date())
         let restored = try await h.changesRaw(token: token, since: SyncCursor(epoch: epoch, counter: 2))
         #expect(restored.status == 410)
+        await h.close()
+    }
+
+    @Test(arguments: ContractTarget.all)
+    func aPushWithACursorFromAnotherEpochIsGoneAndANewEpochNeverReissuesAVersion(target: ContractTarget) async throws {
+        let h = try target.harness()
+        let token = try await h.account()
+        let id = NoteID()
+        let first = try await h.pushRaw([Make.note(id, body: "one\n")], token: token)
+        #expect(first.status == 200)
+        let epoch = try await h.changes(token: token).epoch
+        let start = try first.decode(PushResponse.self).startCursor
+        #expect(start == SyncCursor(epoch: epoch, counter: 0))
+        // A cursor of this epoch, even an old one, does not stop a push.
+        let same = try await h.pushRaw([Make.note(id, body: "two\n", base: 1)], token: token, cursor: start)
+        #expect(try same.decode(PushResponse.self).results.first?.outcome == .applied(version: 2))
+
+        let restoredAt = Date()
+        _ = try await h.store.newEpoch(now: restoredAt)
+        let stale = try await h.pushRaw([Make.note(id, body: "three\n", base: 2)], token: token, cursor: start)
+        #expect(stale.status == 410)
+        #expect(try stale.decode(ErrorBody.self).error.code == .cursorGone)
+        #expect(try await h.index(token: token).entries.map(\.version) == [2], "a 410 push applied nothing")
+        // Without a cursor (or with the new epoch's) the push is taken, at a
+        // version past both the old counter and the wall clock of the restore.
+        let newStart = try await h.pushRaw([Make.note(NoteID())], token: token)
+        let fresh = try newStart.decode(PushResponse.self)
+        #expect(fresh.startCursor != start)
+        guard case .applied(let version) = fresh.results.first?.outcome else {
+            Issue.record("not applied: \(fresh.results)")
+            return
+        }
+        #expect(version > ServerEpoch.clockFloor(now: restoredAt))
+        #expect(version > 2 + ServerEpoch.minimumGap)
+        let again = try await h.pushRaw([Make.note(id, body: "three\n", base: 2)], token: token, cursor: fresh.startCursor)
+        #expect(try again.decode(PushResponse.self).results.first?.status == "applied")
         await h.close()
     }
 
