@@ -43,8 +43,8 @@ import Testing
         let revoked = try await h.account("gone")
         try await AccountManager(store: h.store).revoke(name: "gone")
         let device = DeviceID()
-        @Sendable func push(_ changes: [Change]) throws -> Data {
-            try WireCoding.encoder().encode(PushRequest(device: device, changes: changes))
+        @Sendable func push(_ changes: [Change], cursor: SyncCursor? = nil) throws -> Data {
+            try WireCoding.encoder().encode(PushRequest(device: device, changes: changes, cursor: cursor))
         }
         let reused = Make.note()
         _ = try await h.push(reused, token: token)
@@ -62,6 +62,7 @@ import Testing
         probes["POST /v1/push 401"] = { try await h.send("POST", Endpoint.push, token: revoked, body: push([Make.note()])) }
         probes["POST /v1/push 405"] = { try await h.send("GET", Endpoint.push, token: token) }
         probes["POST /v1/push 409"] = { try await h.send("POST", Endpoint.push, token: token, body: push([altered])) }
+        probes["POST /v1/push 410"] = { try await h.send("POST", Endpoint.push, token: token, body: push([Make.note()], cursor: SyncCursor(epoch: "restored-elsewhere", counter: 1))) }
         probes["POST /v1/push 413"] = { try await h.send("POST", Endpoint.push, token: token, body: push((0..<101).map { _ in Make.note() })) }
         probes["GET /v1/changes 200"] = { try await h.send("GET", Endpoint.changes, token: token) }
         probes["GET /v1/changes 400"] = { try await h.send("GET", Endpoint.changes, token: token, query: ["since": "x"]) }
