@@ -31,6 +31,11 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
             name: "CFuse",
             pkgConfig: "fuse3",
             providers: [.apt(["libfuse3-dev", "fuse3"])]
@@ -44,7 +49,7 @@ let package = Package(
         .target(name: "PostgresKit", dependencies: ["CPostgres"]),
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
-        .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol"]),
+        .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
         .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
 
         // MARK: The command

@@ -1,14 +1,11 @@
+import CCurl
 import Foundation
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 import SyncProtocol
 import Synchronization
 
-/// The sync protocol over HTTP(S) with `URLSession` (libcurl underneath on
-/// Linux): one session, so connections are kept alive and reused; gzip
-/// replies are accepted and decoded by the session; every request carries
-/// the bearer token.
+/// The sync protocol over HTTP(S) with libcurl (`CurlClient`): connections
+/// are kept alive and reused, gzip replies are accepted and decoded, every
+/// request carries the bearer token.
 ///
 /// Failures are told apart for the engine: no answer at all is `offline`, a
 /// 4xx is the server saying no, a 5xx or an unreadable answer is the server
@@ -31,7 +28,7 @@ public final class HTTPSyncTransport: SyncTransport {
 
     public let baseURL: URL
     private let authorization: String
-    private let session: URLSession
+    private let client = CurlClient()
     private let counters = Mutex(Counters())
 
     /// `baseURL` is the server's root (`http://host:8080`); `token` is the
@@ -39,24 +36,11 @@ public final class HTTPSyncTransport: SyncTransport {
     public init(baseURL: URL, token: String) {
         self.baseURL = baseURL
         self.authorization = "Bearer \(token)"
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = Self.requestTimeoutSeconds
-        configuration.timeoutIntervalForResource = Double(Self.waitSecondsMax) + Self.waitMarginSeconds + 60
-        configuration.httpMaximumConnectionsPerHost = 4
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        configuration.httpCookieStorage = nil
-        configuration.httpAdditionalHeaders = ["Accept-Encoding": "gzip", "User-Agent": "notesfs"]
-        session = URLSession(configuration: configuration)
-    }
-
-    deinit {
-        session.invalidateAndCancel()
     }
 
     /// Ends every request in flight (they fail as `offline`).
     public func cancelAll() {
-        session.getAllTasks { tasks in tasks.forEach { $0.cancel() } }
+        client.cancelAll()
     }
 
     /// What went over the wire so far.
@@ -125,76 +109,53 @@ public final class HTTPSyncTransport: SyncTransport {
         method: String, path: String, query: [URLQueryItem] = [], body: Data? = nil,
         timeoutSeconds: Double = requestTimeoutSeconds, authorized: Bool = true
     ) async throws(TransportError) -> (Int, Data) {
-        var request = URLRequest(url: try url(path, query: query))
-        request.httpMethod = method
-        request.timeoutInterval = timeoutSeconds
-        if authorized { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
-        if body != nil {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            // libcurl otherwise sends `Expect: 100-continue` for bodies over 1 KB
-            // and waits for an interim answer before uploading: ~190 ms per push.
-            request.setValue("", forHTTPHeaderField: "Expect")
-        }
-        let data: Data
-        let response: URLResponse
+        var headers: [String] = []
+        if authorized { headers.append("Authorization: \(authorization)") }
+        if body != nil { headers.append("Content-Type: application/json") }
+        let request = CurlRequest(
+            method: method, url: try url(path, query: query).absoluteString, headers: headers, body: body,
+            timeoutSeconds: timeoutSeconds)
         do {
-            if let body {
-                (data, response) = try await session.upload(for: request, from: body)
-            } else {
-                (data, response) = try await session.data(for: request)
-            }
-        } catch let error as URLError {
-            count(sent: body?.count ?? 0, received: 0, headerBytes: 0)
-            throw Self.map(error)
-        } catch is CancellationError {
-            throw .offline("cancelled")
+            let response = try await client.perform(request)
+            count(sent: response.bytesSent, received: response.bytesReceived)
+            return (response.status, response.body)
         } catch {
-            throw .offline(String(describing: error))
+            count(sent: 0, received: 0)
+            throw Self.map(error)
         }
-        guard let http = response as? HTTPURLResponse else {
-            throw .serverBroke("the answer was not HTTP")
-        }
-        // The session decodes gzip; Content-Length is what crossed the wire.
-        let wireBody = (http.value(forHTTPHeaderField: "Content-Length")).flatMap(Int.init) ?? data.count
-        let headerBytes = 200 + authorization.utf8.count + path.utf8.count
-            + http.allHeaderFields.reduce(0) { total, field in
-                total + "\(field.key)".utf8.count + "\(field.value)".utf8.count + 4
-            }
-        count(sent: body?.count ?? 0, received: wireBody, headerBytes: headerBytes)
-        return (http.statusCode, data)
     }
 
-    private func count(sent: Int, received: Int, headerBytes: Int) {
+    private func count(sent: Int, received: Int) {
         counters.withLock {
             $0.requests += 1
-            $0.bytesSent += sent + headerBytes / 2
-            $0.bytesReceived += received + headerBytes / 2
+            $0.bytesSent += sent
+            $0.bytesReceived += received
         }
     }
 
-    /// Every failure to get an answer means "no network" to the engine, except
-    /// a server that answered something that is not HTTP.
-    static func map(_ error: URLError) -> TransportError {
+    /// Every failure to get an answer means "no network" to the engine,
+    /// except a server that answered something that is not HTTP, a URL that
+    /// cannot work, and a certificate that is not trusted.
+    static func map(_ error: CurlError) -> TransportError {
         switch error.code {
-        case .badServerResponse, .cannotDecodeContentData, .cannotDecodeRawData, .cannotParseResponse,
-            .zeroByteResource:
-            return .serverBroke("unreadable answer (\(error.localizedDescription))")
-        case .unsupportedURL, .badURL:
-            return .rejected(status: 0, code: "bad_url", message: error.localizedDescription)
-        case .timedOut:
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return .rejected(status: 0, code: "bad_url", message: error.message)
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
+            return .rejected(status: 0, code: "tls_untrusted", message: "the server's certificate is not trusted (\(error.message))")
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP2, CURLE_RANGE_ERROR:
+            return .serverBroke("unreadable answer (\(error.message))")
+        case CURLE_OPERATION_TIMEDOUT:
             return .offline("timed out")
-        case .cannotConnectToHost:
+        case CURLE_COULDNT_CONNECT:
             return .offline("connection refused")
-        case .cannotFindHost, .dnsLookupFailed:
+        case CURLE_COULDNT_RESOLVE_HOST:
             return .offline("cannot find the server's host")
-        case .notConnectedToInternet:
-            return .offline("no network")
-        case .networkConnectionLost:
-            return .offline("connection lost")
-        case .cancelled:
+        case CURLE_ABORTED_BY_CALLBACK:
             return .offline("cancelled")
+        case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE:
+            return .offline("connection lost (\(error.message))")
         default:
-            return .offline(error.localizedDescription)
+            return .offline(error.message)
         }
     }
 }

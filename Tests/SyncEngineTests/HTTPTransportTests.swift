@@ -114,6 +114,39 @@ import Testing
         #expect(Date().timeIntervalSince(started) >= 0.9)
     }
 
+    @Test func aParkedLongPollEndsSoonAfterCancelAllOrItsTaskIsCancelled() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let a = try server.device("a")
+        #expect(await a.engine.sync() == .succeeded)
+        let cursor = SyncCursor(rawValue: try #require(try a.store.syncState().cursor))
+        let transport = a.transport
+        for viaTask in [false, true] {
+            // A parked poll whose client left stays counted until its wait ends (docs/server.md).
+            let parkedBefore = server.world.server.notifier.waitingCount
+            let poll = Task<TransportError?, Never> {
+                do {
+                    _ = try await transport.changes(since: cursor, limit: 1, waitSeconds: 30)
+                    return nil
+                } catch let error as TransportError {
+                    return error
+                } catch {
+                    return .serverBroke("unexpected \(error)")
+                }
+            }
+            while server.world.server.notifier.waitingCount == parkedBefore {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let started = Date()
+            if viaTask { poll.cancel() } else { transport.cancelAll() }
+            let error = await poll.value
+            #expect(error == .offline("cancelled"))
+            #expect(Date().timeIntervalSince(started) < 3, "the poll kept its connection for its whole wait")
+        }
+        // The transport still works after cancelling.
+        #expect(try await transport.changes(since: cursor, limit: 1, waitSeconds: 0).changes.isEmpty)
+    }
+
     @Test func malformedInputIsRejectedNotRetried() async throws {
         let server = try await LiveServer()
         defer { server.stop() }
