@@ -165,26 +165,42 @@ extension NotesStore {
     @discardableResult
     public func settle(_ changeID: ChangeID, outcome: ChangeOutcome) throws(StoreError) -> SettleReport {
         try write(origin: .remote, checkSpace: false) { db, commit in
-            guard let frozen = try frozenRow(db, changeID) else { return SettleReport() }
-            try db.run("DELETE FROM outbox WHERE seq = ?", frozen.seq)
-            switch (frozen.change.kind, outcome) {
-            case (.note, .applied(let version)):
-                try settleNoteApplied(db, frozen, version: version)
-                return SettleReport()
-            case (.folder, .applied(let version)):
-                try settleFolderApplied(db, frozen, version: version)
-                return SettleReport()
-            case (.note, .conflict(let current)):
-                return try settleNoteConflict(db, frozen, current: current, commit: &commit)
-            case (.folder, .conflict(let current)):
-                try settleFolderConflict(db, frozen, current: current, commit: &commit)
-                return SettleReport()
-            case (.note, .refused(let reason)):
-                return try settleNoteRefused(db, frozen, reason: reason, commit: &commit)
-            case (.folder, .refused(let reason)):
-                try settleFolderRefused(db, frozen, reason: reason, commit: &commit)
-                return SettleReport()
-            }
+            try settleOne(db, changeID, outcome: outcome, commit: &commit)
+        }
+    }
+
+    /// Settles the answers to one push, in order, in one transaction: each
+    /// exactly as `settle(_:outcome:)` would, for one commit instead of one per
+    /// change (an initial upload settles thousands).
+    @discardableResult
+    public func settle(_ answers: [(ChangeID, ChangeOutcome)]) throws(StoreError) -> [SettleReport] {
+        try write(origin: .remote, checkSpace: false) { db, commit in
+            try answers.map { changeID, outcome in try settleOne(db, changeID, outcome: outcome, commit: &commit) }
+        }
+    }
+
+    private func settleOne(
+        _ db: Connection, _ changeID: ChangeID, outcome: ChangeOutcome, commit: inout StoreCommit
+    ) throws -> SettleReport {
+        guard let frozen = try frozenRow(db, changeID) else { return SettleReport() }
+        try db.run("DELETE FROM outbox WHERE seq = ?", frozen.seq)
+        switch (frozen.change.kind, outcome) {
+        case (.note, .applied(let version)):
+            try settleNoteApplied(db, frozen, version: version)
+            return SettleReport()
+        case (.folder, .applied(let version)):
+            try settleFolderApplied(db, frozen, version: version)
+            return SettleReport()
+        case (.note, .conflict(let current)):
+            return try settleNoteConflict(db, frozen, current: current, commit: &commit)
+        case (.folder, .conflict(let current)):
+            try settleFolderConflict(db, frozen, current: current, commit: &commit)
+            return SettleReport()
+        case (.note, .refused(let reason)):
+            return try settleNoteRefused(db, frozen, reason: reason, commit: &commit)
+        case (.folder, .refused(let reason)):
+            try settleFolderRefused(db, frozen, reason: reason, commit: &commit)
+            return SettleReport()
         }
     }
 

@@ -141,12 +141,13 @@ public actor SyncEngine {
             else {
                 throw TransportError.serverBroke("push answered \(response.results.count) results for \(changes.count) changes")
             }
-            for result in response.results {
+            let answers = try response.results.map { result throws(TransportError) in
                 guard let outcome = WireMapping.outcome(result.outcome) else {
                     throw TransportError.serverBroke("unreadable result for change \(result.changeId)")
                 }
-                try store.settle(result.changeId, outcome: outcome)
+                return (result.changeId, outcome)
             }
+            try store.settle(answers)
         } catch let error as TransportError {
             try? store.recordSendFailure(batch.map(\.changeID), error: error.description)
             let splittable: Bool

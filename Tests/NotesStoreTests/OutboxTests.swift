@@ -115,6 +115,30 @@ import Testing
         #expect(next.map(\.entityID) == [copy.description])
     }
 
+    @Test func aPushsAnswersSettleTogetherInOrderAndARepeatedAnswerChangesNothing() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let ids = try (0..<3).map { try fixture.store.createNote(in: .root, title: "n\($0).md", body: Data(utf8: "v\($0)\n")) }
+        let batch = try fixture.store.freezeBatch()
+        #expect(batch.count == 3)
+        try fixture.store.replaceBody(of: ids[1], with: Data(utf8: "v1\nafter freeze\n"))
+        let remote = RemoteEntity(
+            kind: .note, entityID: ids[2].description, version: 9, deleted: false,
+            note: NoteContent(title: "n2.md", body: Data(utf8: "v2\nremote\n"), folderID: nil))
+        let reports = try fixture.store.settle([
+            (batch[0].changeID, .applied(version: 1)), (batch[1].changeID, .applied(version: 2)),
+            (batch[2].changeID, .conflict(current: remote)), (batch[0].changeID, .applied(version: 1)),
+        ])
+        #expect(reports.count == 4)
+        #expect(reports[3] == SettleReport())
+        // Applied answers are clean; the edit made after the freeze stays queued;
+        // the conflict took the server's text (it holds every local line).
+        let pending = try fixture.store.freezeBatch()
+        #expect(Set(pending.map(\.entityID)) == [ids[1].description])
+        #expect(try fixture.store.contents(of: .note(ids[2])) == Data(utf8: "v2\nremote\n"))
+        #expect(try fixture.store.status().pendingCount == 1)
+    }
+
     @Test func aConflictWithEditsToDifferentLinesMergesIntoOneNote() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
