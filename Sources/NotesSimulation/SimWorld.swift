@@ -253,15 +253,17 @@ public final class SimWorld: @unchecked Sendable {
             trace("\(device.name) push failed (\(error)) and the device crashes")
             return
         }
-        if cursor == nil, let start = response.startCursor, random.chance(0.5) {
-            try device.store.adoptStartCursor(start.rawValue)
-        }
+
         device.dirtyTokens = try device.tokensInDirtyNotes()
         let settled = random.int(0...response.results.count)
-        for result in response.results.prefix(settled) {
-            guard let outcome = WireMapping.outcome(result.outcome) else { continue }
-            try device.store.settle(result.changeId, outcome: outcome)
+        let answers = response.results.prefix(settled).compactMap { result in
+            WireMapping.outcome(result.outcome).map { (result.changeId, $0) }
         }
+        // The engine settles a push in one transaction; a crash leaves all
+        // or none of it. Settling part of it is harsher, and still safe.
+        let cursorToo = settled == response.results.count || random.chance(0.5)
+        try device.store.settle(
+            answers, cursor: cursorToo ? WireMapping.cursorAdvance(after: response, sentWith: cursor) : nil)
         trace("\(device.name) settled \(settled) of \(response.results.count) answers and crashes")
     }
 

@@ -171,11 +171,21 @@ extension NotesStore {
 
     /// Settles the answers to one push, in order, in one transaction: each
     /// exactly as `settle(_:outcome:)` would, for one commit instead of one per
-    /// change (an initial upload settles thousands).
+    /// change (an initial upload settles thousands). With `cursor`, the sync
+    /// cursor moves in the same transaction.
     @discardableResult
-    public func settle(_ answers: [(ChangeID, ChangeOutcome)]) throws(StoreError) -> [SettleReport] {
+    public func settle(
+        _ answers: [(ChangeID, ChangeOutcome)], cursor: CursorAdvance? = nil
+    ) throws(StoreError) -> [SettleReport] {
         try write(origin: .remote, checkSpace: false) { db, commit in
-            try answers.map { changeID, outcome in try settleOne(db, changeID, outcome: outcome, commit: &commit) }
+            let reports = try answers.map { changeID, outcome in
+                try settleOne(db, changeID, outcome: outcome, commit: &commit)
+            }
+            if let cursor {
+                try db.run(
+                    "UPDATE sync_state SET cursor = ? WHERE id = 1 AND cursor IS ?", cursor.new, cursor.expected)
+            }
+            return reports
         }
     }
 

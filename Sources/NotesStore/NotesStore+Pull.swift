@@ -38,16 +38,6 @@ extension NotesStore {
         }
     }
 
-    /// Keeps the server's start cursor when this store has no cursor yet (it
-    /// pushed before it ever pulled), so the versions its pushes were given
-    /// are tied to the server's epoch: a later restore then reaches this store
-    /// as `410` instead of passing unseen.
-    public func adoptStartCursor(_ cursor: String) throws(StoreError) {
-        try write(origin: .remote, checkSpace: false) { db, _ in
-            try db.run("UPDATE sync_state SET cursor = ? WHERE id = 1 AND cursor IS NULL", cursor)
-        }
-    }
-
     enum PullResult { case applied, dirty, echo }
 
     func hasOutbox(_ db: Connection, kind: EntityKind, id: String) throws -> Bool {

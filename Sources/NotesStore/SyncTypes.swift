@@ -74,3 +74,21 @@ public struct SettleReport: Sendable, Equatable {
 
     public init() {}
 }
+
+/// A move of the sync cursor that comes with settling a push: to `new`, and
+/// only if the cursor is still `expected` (nothing was pulled meanwhile).
+///
+/// A push reply gives the start of the server's epoch to a store that has no
+/// cursor yet, so its versions are tied to that epoch and a later restore of
+/// the server reaches it as `410`; and gives the cursor past the push when
+/// nothing else happened since ours, so the store need not pull its own
+/// changes back.
+public struct CursorAdvance: Sendable, Equatable {
+    public var expected: String?
+    public var new: String
+
+    public init(expected: String?, new: String) {
+        self.expected = expected
+        self.new = new
+    }
+}

@@ -133,9 +133,6 @@ public actor SyncEngine {
         let changes = request.changes
         do {
             let response = try await transport.push(request)
-            if cursor == nil, let start = response.startCursor {
-                try store.adoptStartCursor(start.rawValue)
-            }
             guard response.results.count == changes.count,
                 zip(response.results, changes).allSatisfy({ $0.changeId == $1.changeId })
             else {
@@ -147,7 +144,7 @@ public actor SyncEngine {
                 }
                 return (result.changeId, outcome)
             }
-            try store.settle(answers)
+            try store.settle(answers, cursor: WireMapping.cursorAdvance(after: response, sentWith: cursor))
         } catch let error as TransportError {
             try? store.recordSendFailure(batch.map(\.changeID), error: error.description)
             let splittable: Bool

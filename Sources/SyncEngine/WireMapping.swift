@@ -12,6 +12,15 @@ public enum WireMapping {
         PushRequest(device: device, changes: batch.compactMap(change), cursor: cursor.map(SyncCursor.init(rawValue:)))
     }
 
+    /// Where a push reply moves the cursor the push was sent with: past the
+    /// push when the server says nothing else happened since, else to the
+    /// epoch's start when there was no cursor yet.
+    public static func cursorAdvance(after response: PushResponse, sentWith cursor: String?) -> CursorAdvance? {
+        if let next = response.nextCursor { return CursorAdvance(expected: cursor, new: next.rawValue) }
+        guard cursor == nil, let start = response.startCursor else { return nil }
+        return CursorAdvance(expected: nil, new: start.rawValue)
+    }
+
     /// The wire form of a frozen outbox change; nil when its id is not a UUID.
     public static func change(_ outgoing: OutgoingChange) -> Change? {
         guard let id = UUID(uuidString: outgoing.entityID) else { return nil }

@@ -40,17 +40,24 @@ public struct PushRequest: Hashable, Sendable, Codable {
     }
 }
 
-/// The answer to a push: one result per change, in order, and the cursor
-/// before the first change of the server's current epoch.
+/// The answer to a push: one result per change, in order, the cursor
+/// before the first change of the server's current epoch, and maybe the
+/// cursor just past this push.
 public struct PushResponse: Hashable, Sendable, Codable {
     public var results: [ChangeResult]
     /// A client with no cursor yet keeps this one, so that its next pull (or
     /// push) after a restore of the server meets `410` instead of mixing
     /// versions from two histories. Absent from servers that predate it.
     public var startCursor: SyncCursor?
+    /// Present when the account's head stood at the request's cursor (or at
+    /// 0 without one), so every version up to the new head is this push's
+    /// own: once it has settled the results, the client may keep this cursor
+    /// instead of pulling its own changes back.
+    public var nextCursor: SyncCursor?
 
-    public init(results: [ChangeResult], startCursor: SyncCursor? = nil) {
+    public init(results: [ChangeResult], startCursor: SyncCursor? = nil, nextCursor: SyncCursor? = nil) {
         self.results = results
         self.startCursor = startCursor
+        self.nextCursor = nextCursor
     }
 }

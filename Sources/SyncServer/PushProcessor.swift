@@ -85,9 +85,13 @@ enum PushProcessor {
     /// Applies `changes` in order and returns each change's encoded result.
     /// Throws `ServerError.changeIdReused` (rolling everything back) when a
     /// known change id comes with a different payload.
+    /// Applies `changes` in order under the account lock. `clientCounter` is
+    /// where the pusher's cursor stands; when the head stood exactly there,
+    /// every version up to the new head is this push's own, and `caughtUp`
+    /// returns that head so the client need not pull its own changes back.
     static func apply(
-        _ changes: [PreparedChange], in transaction: any PushTransaction, now: Date
-    ) throws -> (results: [Data], tally: PushTally) {
+        _ changes: [PreparedChange], in transaction: any PushTransaction, now: Date, clientCounter: Int64
+    ) throws -> (results: [Data], tally: PushTally, caughtUp: Int64?) {
         var counter = try transaction.lockAccount()
         let startCounter = counter
         let seen = try transaction.idempotencyRecords(changes.map(\.change.changeId))
@@ -143,7 +147,7 @@ enum PushProcessor {
         }
         assert(counter == startCounter + Int64(tally.applied), "every applied change takes exactly one version")
         if counter != startCounter { try transaction.setCounter(counter) }
-        return (results, tally)
+        return (results, tally, startCounter == clientCounter ? counter : nil)
     }
 
     /// True when making `parent` the parent of `folder` puts the folder inside

@@ -159,8 +159,10 @@ public final class SyncServer: Sendable {
             throw ServerError.cursorGone("the cursor is from another server epoch (a restored or replaced server)")
         }
         let now = clock.now()
+        // A client with no cursor has seen nothing: it stands at 0.
+        let clientCounter = push.cursor?.counter ?? 0
         let outcome = try await store.push(account: account) { transaction in
-            try PushProcessor.apply(prepared, in: transaction, now: now)
+            try PushProcessor.apply(prepared, in: transaction, now: now, clientCounter: clientCounter)
         }
         if outcome.tally.applied > 0 { notifier.notify(account) }
         metrics.record(outcome.tally)
@@ -170,7 +172,11 @@ public final class SyncServer: Sendable {
             body.append(result)
         }
         // The epoch is the server's own letters, digits and dashes: no escaping.
-        body.append(contentsOf: Array(#"],"startCursor":"\#(SyncCursor(epoch: epoch, counter: 0).rawValue)"}"#.utf8))
+        body.append(contentsOf: Array(#"],"startCursor":"\#(SyncCursor(epoch: epoch, counter: 0).rawValue)""#.utf8))
+        if let head = outcome.caughtUp {
+            body.append(contentsOf: Array(#","nextCursor":"\#(SyncCursor(epoch: epoch, counter: head).rawValue)""#.utf8))
+        }
+        body.append(UInt8(ascii: "}"))
         let tally = outcome.tally
         return ServerResponse(
             status: 200, contentType: "application/json", body: body,

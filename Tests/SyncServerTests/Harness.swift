@@ -46,6 +46,16 @@ struct Reply: Sendable {
 
     var errorCode: String? { try? decode(ErrorBody.self).error.code.rawValue }
     var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// A push answer's `results` array exactly as sent: what a repeated change
+    /// id must get again byte for byte. (The cursors after it describe the
+    /// feed at the time of each push.)
+    var pushResultBytes: Data? {
+        guard body.starts(with: Data(#"{"results":"#.utf8)),
+            let end = body.range(of: Data(#","startCursor":"#.utf8))
+        else { return nil }
+        return body[..<end.lowerBound]
+    }
 }
 
 struct HarnessError: Error, CustomStringConvertible {
