@@ -45,10 +45,10 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
-        .target(name: "SyncProtocol", dependencies: ["NotesModel"]),
+        .target(name: "SyncProtocol", dependencies: ["NotesModel", "CZlib"]),
         .target(name: "PostgresKit", dependencies: ["CPostgres"]),
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "SyncServer", "SyncProtocol"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
         .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
 

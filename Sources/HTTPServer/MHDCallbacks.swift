@@ -24,6 +24,7 @@ func mhdAccessHandler(
             query: queryArguments(connection),
             authorization: header(connection, "Authorization"),
             acceptsGzip: header(connection, "Accept-Encoding").map(acceptsGzip) ?? false,
+            contentEncoding: header(connection, "Content-Encoding"),
             declaredLength: header(connection, "Content-Length").flatMap { Int($0) },
             client: clientAddress(connection))
         conCls.pointee = Unmanaged.passRetained(request).toOpaque()
@@ -44,7 +45,7 @@ func mhdAccessHandler(
         return request.append(chunk, limit: daemon.requestBodyBytesMax) ? .YES : .NO
     }
 
-    let next = request.advance()
+    let next = request.advance(bodyLimit: daemon.requestBodyBytesMax)
     if let response = next.response {
         return daemon.queue(response, for: request, on: connection)
     }

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Synchronization
+import SyncProtocol
 import SyncServer
 
 /// A libmicrohttpd connection handle that may be resumed from another thread.
@@ -40,6 +41,8 @@ final class RequestContext: Sendable {
     let query: [String: String]
     let authorization: String?
     let acceptsGzip: Bool
+    /// The request body's `Content-Encoding`, when it has one.
+    let contentEncoding: String?
     let declaredLength: Int?
     let client: String
     let started = ContinuousClock.now
@@ -47,13 +50,14 @@ final class RequestContext: Sendable {
 
     init(
         method: String, path: String, query: [String: String], authorization: String?, acceptsGzip: Bool,
-        declaredLength: Int?, client: String
+        contentEncoding: String? = nil, declaredLength: Int?, client: String
     ) {
         self.method = method
         self.path = path
         self.query = query
         self.authorization = authorization
         self.acceptsGzip = acceptsGzip
+        self.contentEncoding = contentEncoding
         self.declaredLength = declaredLength
         self.client = client
     }
@@ -68,14 +72,24 @@ final class RequestContext: Sendable {
     }
 
     /// Moves to `handling` and returns the request to hand over, or returns
-    /// the response to queue if one is ready.
-    func advance() -> (request: ServerRequest?, response: ServerResponse?) {
+    /// the response to queue if one is ready (or the body cannot be read: a
+    /// gzip body that is invalid or inflates past `bodyLimit`).
+    func advance(bodyLimit: Int) -> (request: ServerRequest?, response: ServerResponse?) {
         state.withLock { state in
             switch state.phase {
             case .receiving:
+                let body: Data
+                switch decodedBody(state.body, limit: bodyLimit) {
+                case .success(let decoded): body = decoded
+                case .failure(let error):
+                    state.phase = .answered
+                    var response = error.response
+                    response.logNote = "unreadable body"
+                    return (nil, response)
+                }
                 state.phase = .handling
                 let request = ServerRequest(
-                    method: method, path: path, query: query, authorization: authorization, body: state.body)
+                    method: method, path: path, query: query, authorization: authorization, body: body)
                 state.body = Data()
                 return (request, nil)
             case .ready(let response):
@@ -84,6 +98,24 @@ final class RequestContext: Sendable {
             case .handling, .answered:
                 return (nil, nil)
             }
+        }
+    }
+
+    /// The body as sent, or inflated when it came gzip-compressed (clients
+    /// compress large pushes; the limit applies to the inflated size).
+    private func decodedBody(_ body: Data, limit: Int) -> Result<Data, ServerError> {
+        guard let encoding = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(),
+            !encoding.isEmpty, encoding != "identity"
+        else { return .success(body) }
+        guard encoding == "gzip" else {
+            return .failure(.badRequest("Content-Encoding \(encoding.prefix(40)) is not supported; send gzip or none"))
+        }
+        do {
+            return .success(try Gzip.decompress(body, limit: limit))
+        } catch .tooLarge(let limit) {
+            return .failure(.payloadTooLarge("the body inflates to more than \(limit) bytes"))
+        } catch {
+            return .failure(.badRequest("the gzip body is not valid"))
         }
     }
 

@@ -17,6 +17,8 @@ public final class HTTPSyncTransport: SyncTransport {
     public static let waitMarginSeconds: Double = 15
     /// Longest wait a long poll may ask for.
     public static let waitSecondsMax = 60
+    /// Request bodies larger than this travel gzip-compressed.
+    static let compressBodiesOverBytes = 1_024
 
     /// Requests and bytes seen on the wire (bytes are approximate for headers).
     public struct Counters: Sendable, Equatable, Codable {
@@ -111,9 +113,18 @@ public final class HTTPSyncTransport: SyncTransport {
     ) async throws(TransportError) -> (Int, Data) {
         var headers: [String] = []
         if authorized { headers.append("Authorization: \(authorization)") }
-        if body != nil { headers.append("Content-Type: application/json") }
+        var wireBody = body
+        if let body {
+            headers.append("Content-Type: application/json")
+            // JSON of note text shrinks to about a third: an initial upload
+            // then sends fewer bytes than the tree holds.
+            if body.count > Self.compressBodiesOverBytes, let compressed = Gzip.compress(body) {
+                headers.append("Content-Encoding: gzip")
+                wireBody = compressed
+            }
+        }
         let request = CurlRequest(
-            method: method, url: try url(path, query: query).absoluteString, headers: headers, body: body,
+            method: method, url: try url(path, query: query).absoluteString, headers: headers, body: wireBody,
             timeoutSeconds: timeoutSeconds)
         do {
             let response = try await client.perform(request)

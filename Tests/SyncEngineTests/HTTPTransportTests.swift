@@ -50,7 +50,8 @@ import Testing
         #expect(await b.engine.sync() == .succeeded)
         let entry = try #require(try b.store.lookup(in: .root, name: "big.md"))
         #expect(try b.store.contents(of: entry.ref) == Data(big.utf8))
-        // The reply was gzip-compressed on the wire and decoded by the session.
+        // Both ways the note crossed the wire gzip-compressed.
+        #expect(a.transport.wireCounters.bytesSent < big.utf8.count / 4)
         #expect(b.transport.wireCounters.bytesReceived < big.utf8.count / 4)
         // A sync with nothing to do costs one small request.
         let before = b.transport.wireCounters

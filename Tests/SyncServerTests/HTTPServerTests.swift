@@ -50,6 +50,33 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
         await h.close()
     }
 
+    @Test func gzipRequestBodiesAreInflatedWithinTheLimitAndBadOnesChangeNothing() async throws {
+        var limits = ProtocolLimits()
+        limits.requestBodyBytesMax = 200_000
+        let (h, _) = try Self.harness(limits: limits)
+        let token = try await h.account()
+        let text = String(repeating: "a line of a long note\n", count: 2_000)
+        let push = try WireCoding.encoder().encode(PushRequest(device: DeviceID(), changes: [Make.note(body: text)]))
+        let compressed = try #require(Gzip.compress(push))
+        #expect(compressed.count < push.count / 10)
+        let gzip = ["Content-Encoding": "gzip"]
+        let applied = try await h.send("POST", Endpoint.push, token: token, body: compressed, headers: gzip)
+        #expect(applied.status == 200, "\(applied.text.prefix(200))")
+        #expect(try applied.decode(PushResponse.self).results.first?.status == "applied")
+        // Not gzip at all; an encoding the server does not speak; a small body
+        // that inflates past the limit.
+        let garbage = try await h.send("POST", Endpoint.push, token: token, body: Data("not gzip".utf8), headers: gzip)
+        #expect(garbage.status == 400)
+        let brotli = try await h.send("POST", Endpoint.push, token: token, body: push, headers: ["Content-Encoding": "br"])
+        #expect(brotli.status == 400)
+        let bomb = try #require(Gzip.compress(Data(repeating: 0x20, count: 1_000_000)))
+        #expect(bomb.count < limits.requestBodyBytesMax)
+        let inflated = try await h.send("POST", Endpoint.push, token: token, body: bomb, headers: gzip)
+        #expect(inflated.status == 413)
+        #expect(try await h.drain(token: token).rows.count == 1)
+        await h.close()
+    }
+
     @Test func anOversizedBodyGets413UnreadAndTheServerKeepsServing() async throws {
         var limits = ProtocolLimits()
         limits.requestBodyBytesMax = 50_000

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import SyncProtocol
 import SyncServer
 import Synchronization
 
@@ -86,7 +87,7 @@ final class RawHTTPConnection {
         var body = Data(buffer.prefix(length))
         buffer = Data(buffer.dropFirst(length))
         if headers["content-encoding"] == "gzip" {
-            guard let plain = Gzip.decompress(body) else { throw HarnessError("bad gzip body") }
+            guard let plain = try? Gzip.decompress(body) else { throw HarnessError("bad gzip body") }
             body = plain
         }
         return Reply(status: status, headers: headers, body: body)

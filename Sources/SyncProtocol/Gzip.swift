@@ -1,8 +1,14 @@
 import CZlib
 import Foundation
 
-/// gzip (RFC 1952) through zlib, for response bodies.
+/// gzip (RFC 1952) through zlib, for request and response bodies.
 public enum Gzip {
+    /// Why a body could not be decompressed.
+    public enum Failure: Error, Sendable, Equatable {
+        case invalid
+        case tooLarge(limit: Int)
+    }
+
     /// `data` compressed as one gzip member, or nil if zlib fails.
     public static func compress(_ data: Data, level: Int32 = 4) -> Data? {
         var stream = z_stream()
@@ -24,15 +30,15 @@ public enum Gzip {
         return output
     }
 
-    /// The bytes of a gzip member, or nil when it is not valid or would
-    /// exceed `limit` bytes.
-    public static func decompress(_ data: Data, limit: Int = 64 << 20) -> Data? {
+    /// The bytes of a gzip member; throws when it is not valid or would
+    /// exceed `limit` bytes (a small body may expand enormously).
+    public static func decompress(_ data: Data, limit: Int = 64 << 20) throws(Failure) -> Data {
         var stream = z_stream()
-        guard czlib_inflate_init_gzip(&stream) == Z_OK else { return nil }
+        guard czlib_inflate_init_gzip(&stream) == Z_OK else { throw .invalid }
         defer { inflateEnd(&stream) }
         var output = Data()
         var chunk = [UInt8](repeating: 0, count: 64 * 1_024)
-        return data.withUnsafeBytes { input -> Data? in
+        let result: Result<Data, Failure> = data.withUnsafeBytes { input in
             stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
             stream.avail_in = uInt(input.count)
             while true {
@@ -43,10 +49,11 @@ public enum Gzip {
                 }
                 let produced = chunk.count - Int(stream.avail_out)
                 output.append(contentsOf: chunk[0..<produced])
-                if output.count > limit { return nil }
-                if status == Z_STREAM_END { return output }
-                guard status == Z_OK else { return nil }
+                if output.count > limit { return .failure(.tooLarge(limit: limit)) }
+                if status == Z_STREAM_END { return .success(output) }
+                guard status == Z_OK else { return .failure(.invalid) }
             }
         }
+        return try result.get()
     }
 }
