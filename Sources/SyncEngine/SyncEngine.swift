@@ -41,6 +41,9 @@ public actor SyncEngine {
     private var completedRuns = 0
     private var lastOutcome: SyncRunOutcome = .succeeded
     private var progressValue = SyncProgress()
+    /// The last push left the cursor at the server's head (nothing else had
+    /// happened since our cursor), so a pull right after it has nothing to get.
+    private var lastPushReachedHead = false
 
     public init(store: NotesStore, transport: any SyncTransport, configuration: Configuration = Configuration())
         throws(StoreError)
@@ -87,8 +90,11 @@ public actor SyncEngine {
         let outcome: SyncRunOutcome
         do {
             do {
+                lastPushReachedHead = false
                 try await pushAll()
-                try await pullAll()
+                // A change committed after our push wakes the long poll, which
+                // starts another run; this one need not ask.
+                if !lastPushReachedHead { try await pullAll() }
             } catch TransportError.cursorGone {
                 // A push meets 410 when the server was restored since our
                 // cursor: its bases may be lost versions, so resync first.
@@ -145,6 +151,7 @@ public actor SyncEngine {
                 return (result.changeId, outcome)
             }
             try store.settle(answers, cursor: WireMapping.cursorAdvance(after: response, sentWith: cursor))
+            lastPushReachedHead = response.nextCursor != nil
         } catch let error as TransportError {
             try? store.recordSendFailure(batch.map(\.changeID), error: error.description)
             let splittable: Bool
