@@ -189,27 +189,51 @@ public actor SyncEngine {
             let page = try await transport.changes(
                 since: cursor, limit: configuration.pullPageRowsMax, waitSeconds: 0)
             if let known = cursor?.epoch, known != page.epoch { throw TransportError.cursorGone }
-            var entities: [RemoteEntity] = []
-            for version in page.changes {
-                guard let entity = WireMapping.remote(version) else {
-                    throw TransportError.serverBroke("unreadable row \(version.kind.rawValue) \(version.id)")
-                }
-                entities.append(entity)
-            }
-            pulledDeletions += try store.liveNoteCount(
-                among: entities.filter { $0.kind == .note && $0.deleted }.map(\.entityID))
-            if !state.allowMassDelete,
-                NotesStore.exceedsMassDeleteBound(
-                    tombstones: Int64(pulledDeletions), live: Int64(state.liveNotesAtCleanSync ?? 0))
-            {
-                // Missing storage or a wiped server must never read as "the
-                // user deleted everything": hold the feed here until confirmed.
-                throw SyncHold.pulledMassDelete(count: pulledDeletions)
-            }
-            try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
-            progressValue.pulled += entities.count
+            try apply(page, state: state, pulledDeletions: &pulledDeletions)
             cursor = page.nextCursor
             if !page.hasMore { return }
+        }
+    }
+
+    /// Applies one page and its cursor, after the mass-delete guard.
+    private func apply(_ page: ChangesPage, state: SyncStateSnapshot, pulledDeletions: inout Int) throws {
+        var entities: [RemoteEntity] = []
+        for version in page.changes {
+            guard let entity = WireMapping.remote(version) else {
+                throw TransportError.serverBroke("unreadable row \(version.kind.rawValue) \(version.id)")
+            }
+            entities.append(entity)
+        }
+        pulledDeletions += try store.liveNoteCount(
+            among: entities.filter { $0.kind == .note && $0.deleted }.map(\.entityID))
+        if !state.allowMassDelete,
+            NotesStore.exceedsMassDeleteBound(
+                tombstones: Int64(pulledDeletions), live: Int64(state.liveNotesAtCleanSync ?? 0))
+        {
+            // Missing storage or a wiped server must never read as "the
+            // user deleted everything": hold the feed here until confirmed.
+            throw SyncHold.pulledMassDelete(count: pulledDeletions)
+        }
+        try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
+        progressValue.pulled += entities.count
+    }
+
+    /// Applies a whole page the long poll brought, when no run is going on
+    /// and the page starts exactly at the stored cursor: the run it would
+    /// otherwise start would only pull the same rows again. False when it
+    /// did not (the caller then starts a run, which also applies every guard).
+    public func applyPolled(_ page: ChangesPage, since cursor: SyncCursor) -> Bool {
+        guard currentRun == nil, !page.hasMore, !page.changes.isEmpty, page.epoch == cursor.epoch else {
+            return false
+        }
+        do {
+            let state = try store.syncState()
+            guard state.cursor == cursor.rawValue else { return false }
+            var pulledDeletions = 0
+            try apply(page, state: state, pulledDeletions: &pulledDeletions)
+            return true
+        } catch {
+            return false
         }
     }
 

@@ -374,6 +374,9 @@ public actor SyncScheduler {
                 // Our own run may have pulled it already (or it is our own echo).
                 let current = (try? store.syncState().cursor) ?? nil
                 if current != cursorText { continue }
+                // A page that holds all that happened is applied as it is,
+                // instead of being pulled again by a run.
+                if await engine.applyPolled(page, since: SyncCursor(rawValue: cursorText)) { continue }
                 await triggerAndWait()
             } catch {
                 if stopped || Task.isCancelled { return }

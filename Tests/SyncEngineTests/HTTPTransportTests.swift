@@ -148,6 +148,26 @@ import Testing
         #expect(try await transport.changes(since: cursor, limit: 1, waitSeconds: 0).changes.isEmpty)
     }
 
+    @Test func aChangeTheLongPollBringsIsAppliedWithoutPullingItAgain() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let a = try server.device("a"), b = try server.device("b")
+        #expect(await a.engine.sync() == .succeeded)
+        let scheduler = SyncScheduler(engine: b.engine, store: b.store, transport: b.transport)
+        await scheduler.start()
+        #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
+        #expect(try await waitUntil { server.world.server.notifier.waitingCount >= 1 })
+        let before = b.transport.wireCounters.requests
+        try a.store.createNote(in: .root, title: "from a.md", body: Data("hello\n".utf8))
+        #expect(await a.engine.sync() == .succeeded)
+        #expect(try await waitUntil { try b.store.lookup(in: .root, name: "from a.md") != nil })
+        #expect(try await waitUntil { server.world.server.notifier.waitingCount >= 1 }, "b polls again")
+        // The poll's answer, and no pull: the re-armed poll is still parked.
+        #expect(b.transport.wireCounters.requests - before == 1)
+        #expect(try b.store.syncState().cursor == a.store.syncState().cursor)
+        await scheduler.stop()
+    }
+
     @Test func malformedInputIsRejectedNotRetried() async throws {
         let server = try await LiveServer()
         defer { server.stop() }

@@ -47,6 +47,16 @@ final class CountingTransport: SyncTransport {
     }
 }
 
+/// True once `condition` holds, polling every 10 ms; false after `seconds`.
+func waitUntil(_ seconds: Double = 5, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(nanoseconds: 10_000_000)
+    }
+    return false
+}
+
 @Suite(.serialized) struct SchedulerTests {
     @Test(arguments: [
         (failures: 1, unit: 0.0, expected: 0.5), (failures: 1, unit: 1.0, expected: 1.0),
@@ -62,14 +72,6 @@ final class CountingTransport: SyncTransport {
         #expect(backoff.failed(unit: 1) == 1)
     }
 
-    func waitUntil(_ seconds: Double = 5, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
-        return false
-    }
 
     @Test func aStreamOfWritesIsOnePushAndCloseOfASyncedNoteSendsAtOnce() async throws {
         let world = try await SyncWorld()
