@@ -39,6 +39,17 @@ public actor SyncScheduler {
         /// Notes still to come, as far as the server's change counter tells (nil = unknown).
         public var remainingEstimate: Int?
 
+        public init(
+            running: Bool = false, pulled: Int = 0, pushed: Int = 0, elapsedSeconds: Double = 0,
+            remainingEstimate: Int? = nil
+        ) {
+            self.running = running
+            self.pulled = pulled
+            self.pushed = pushed
+            self.elapsedSeconds = elapsedSeconds
+            self.remainingEstimate = remainingEstimate
+        }
+
         /// `Syncing: 3200 of ~10000 notes, 1450/s, about 5 s left`.
         public var line: String {
             var text = "Syncing: \(pulled)"

@@ -73,6 +73,16 @@ func waitUntil(_ seconds: Double = 5, _ condition: () async throws -> Bool) asyn
     }
 
 
+    @Test func theProgressLineSaysHowFarHowFastAndHowLong() {
+        var progress = SyncScheduler.Progress(running: true, pulled: 3_000, pushed: 0, elapsedSeconds: 2)
+        #expect(progress.line == "Syncing: 3000 notes received, 0 sent, 1500/s")
+        progress.remainingEstimate = 7_000
+        #expect(progress.line == "Syncing: 3000 of ~10000 notes received, 0 sent, 1500/s, about 5 s left")
+        // Too early for a rate: no rate and no time left.
+        let starting = SyncScheduler.Progress(running: true, pulled: 0, pushed: 0, elapsedSeconds: 0.1, remainingEstimate: 10)
+        #expect(starting.line == "Syncing: 0 of ~10 notes received, 0 sent")
+    }
+
     @Test func aStreamOfWritesIsOnePushAndCloseOfASyncedNoteSendsAtOnce() async throws {
         let world = try await SyncWorld()
         defer { world.remove() }
