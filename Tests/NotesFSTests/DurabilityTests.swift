@@ -29,10 +29,17 @@ struct DurabilityTests {
         var acknowledged: [String: [String]] = [:]
         for round in 0..<20 {
             try fixture.mount()
-            let delayMilliseconds = Int.random(in: 30...400, using: &generator)
+            let delayMilliseconds = Int.random(in: 0...300, using: &generator)
             let ackPath = fixture.directory.file("ack-\(round)")
-            // The writer runs in the background; the daemon dies under it.
-            try fixture.sh("(python3 '\(writer)' \(round) > '\(ackPath)' 2>/dev/null &) ; sleep \(Double(delayMilliseconds) / 1000)")
+            // The writer runs in the background; the daemon dies under it, at a
+            // random moment after its first acknowledged write (python's start
+            // alone can take longer than the delay on a loaded machine).
+            try fixture.sh("(python3 '\(writer)' \(round) > '\(ackPath)' 2>/dev/null &)")
+            let firstAckDeadline = Date().addingTimeInterval(10)
+            while ((try? Data(contentsOf: URL(fileURLWithPath: ackPath)))?.isEmpty ?? true) && Date() < firstAckDeadline {
+                usleep(5_000)
+            }
+            usleep(useconds_t(delayMilliseconds * 1_000))
             fixture.killDaemon()
             usleep(100_000)
             let acks = (try? String(contentsOfFile: ackPath, encoding: .utf8)) ?? ""
