@@ -10,6 +10,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     case pullOverDirty
     /// The server forgets change ids: a transport that gives every retry a fresh id.
     case noIdempotency
+    /// The engine does not freeze what it sends: an edit typed while the
+    /// note's change is in flight counts as sent once the answer comes.
+    case forgetsToFreeze
 }
 
 /// Fault kinds, counted per run.

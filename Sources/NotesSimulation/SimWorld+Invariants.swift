@@ -188,6 +188,15 @@ extension SimWorld {
         }
     }
 
+    /// The `forgetsToFreeze` breakage: an edit typed while the note's change
+    /// is in flight is folded into that change, as an engine that never
+    /// froze what it sends would do — so it is never sent on its own.
+    func foldEditIntoChangeInFlight(_ device: SimDevice, noteID: String) throws {
+        let db = try Connection(path: device.path)
+        try db.run("DELETE FROM outbox WHERE entity_kind = 'note' AND entity_id = ? AND state = 'pending'", noteID)
+        trace("\(device.name) (broken) folds the edit into the change in flight")
+    }
+
     /// The `pullOverDirty` breakage: before the engine runs, the server's
     /// newer rows are written over local notes, dirty or not — as an engine
     /// that forgot the dirty check would.

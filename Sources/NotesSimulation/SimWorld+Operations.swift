@@ -341,6 +341,13 @@ extension SimWorld {
             count(.editInFlight)
             trace("\(device.name) edits while a push is in flight (\(moment))")
             try editNote(device, note)
+            if breakage == .forgetsToFreeze, case .note(let id) = note.ref,
+                try device.reader.queryOne(
+                    "SELECT 1 FROM outbox WHERE entity_kind = 'note' AND entity_id = ? AND state = 'in_flight'",
+                    id.description, map: { _ in true }) ?? false
+            {
+                try foldEditIntoChangeInFlight(device, noteID: id.description)
+            }
             device.dirtyTokens.formUnion(try device.tokensInDirtyNotes())
         } catch is SimCrash {
             // A crash inside the engine's run: take effect when the run returns.
