@@ -67,13 +67,6 @@ static inline int cfuse_conn_configure(struct fuse_conn_info *conn, int readdirp
     return (skip_opens && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)) ? 1 : 0;
 }
 
-// 1 when the kernel can open directories without asking (the file system
-// then answers the first opendir with ENOSYS: no opendir or releasedir
-// requests from then on, handle 0, no listing cache).
-static inline int cfuse_conn_skips_opendir(const struct fuse_conn_info *conn) {
-    return (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) ? 1 : 0;
-}
-
 static inline int cfuse_errno(void) { return errno; }
 
 // Lazy unmount (MNT_DETACH), for root; returns 0 or -1 with errno set.

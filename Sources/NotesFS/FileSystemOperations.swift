@@ -53,10 +53,8 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     /// Called once when the kernel connection is up (notifications may be sent
     /// after it). With `skipsOpens`, the file system answers `open` of a file
     /// with ENOSYS and the kernel then opens files without asking (no open,
-    /// no release, handle 0, pages kept). With `skipsDirectoryOpens`, it
-    /// answers `opendir` with ENOSYS and the kernel stops sending opendir and
-    /// releasedir (handle 0, listings not cached).
-    func connected(skipsOpens: Bool, skipsDirectoryOpens: Bool)
+    /// no release, handle 0, pages kept).
+    func connected(skipsOpens: Bool)
 }
 
 /// An error that already is an errno value, for the binding to send as it is.

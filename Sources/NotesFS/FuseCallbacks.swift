@@ -234,27 +234,23 @@ enum FuseCallbacks {
 
     // MARK: Callbacks
 
-    /// `NOTESFS_OPEN_REQUESTS=1` keeps open/release requests for files and
-    /// opendir/releasedir for directories (for comparison and debugging); by
-    /// default the kernel skips them.
+    /// `NOTESFS_OPEN_REQUESTS=1` keeps open/release requests for files (for
+    /// comparison and debugging); by default the kernel skips them.
     static let openRequestsVariable = "NOTESFS_OPEN_REQUESTS"
 
     static func initialize(_ userdata: UnsafeMutableRawPointer?, _ connection: UnsafeMutablePointer<fuse_conn_info>?) {
         guard let userdata else { return }
         let dispatcher = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue()
         var skipsOpens = false
-        var skipsDirectoryOpens = false
         if let connection {
             let wanted = ProcessInfo.processInfo.environment[Self.openRequestsVariable] != "1"
             skipsOpens = cfuse_conn_configure(connection, 1, wanted ? 1 : 0) != 0
-            skipsDirectoryOpens = wanted && cfuse_conn_skips_opendir(connection) != 0
             dispatcher.log.info(
                 "FUSE connection: protocol \(connection.pointee.proto_major).\(connection.pointee.proto_minor), "
                     + "max_write \(connection.pointee.max_write), "
-                    + (skipsOpens ? "no open/release requests for files" : "open/release requests for files")
-                    + (skipsDirectoryOpens ? ", no opendir/releasedir" : ", opendir/releasedir"))
+                    + (skipsOpens ? "no open/release requests for files" : "open/release requests for files"))
         }
-        dispatcher.operations.connected(skipsOpens: skipsOpens, skipsDirectoryOpens: skipsDirectoryOpens)
+        dispatcher.operations.connected(skipsOpens: skipsOpens)
     }
 
     static func lookup(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?) {

@@ -87,14 +87,6 @@ extension NotesFileSystem {
     }
 
     public func openDirectory(inode: UInt64) throws -> OpenReply {
-        if skipsDirectoryOpens.load(ordering: .acquiring) {
-            // Half the requests of a walk (`find`, `ls -lR`, `grep -r`) were
-            // opendir and releasedir: ENOSYS makes this open succeed in the
-            // kernel, which then opens directories itself (handle 0, no
-            // listing cache, which control directories need and the others do
-            // not use, see `cachesListings`).
-            throw FileSystemError(ENOSYS)
-        }
         if ControlDirectory.owns(inode) {
             // Generated listings (history) change without notice: never cached.
             return OpenReply(handle: try handles.open(.directory(inode: inode)), keepCache: false, directIO: true)

@@ -42,7 +42,7 @@ public final class NotesFileSystem: FileSystemOperations {
     }
 
     /// True once the kernel agreed to open files without asking (see
-    /// `connected(skipsOpens:skipsDirectoryOpens:)`): no file handles exist then, detached inodes
+    /// `connected(skipsOpens:)`): no file handles exist then, detached inodes
     /// keep their bytes in the inode table, and control files are generated
     /// per read.
     let skipsOpens = Atomic<Bool>(false)
@@ -53,14 +53,8 @@ public final class NotesFileSystem: FileSystemOperations {
     /// How long generated control content is reused (one `cat`).
     static let controlContentReuseNanoseconds: UInt64 = 1_000_000_000
 
-    /// True once the kernel agreed to open directories without asking: opendir
-    /// answers ENOSYS, readdir gets handle 0 (listings need no handle).
-    let skipsDirectoryOpens = Atomic<Bool>(false)
-
-    public func connected(skipsOpens: Bool, skipsDirectoryOpens: Bool) {
+    public func connected(skipsOpens: Bool) {
         self.skipsOpens.store(skipsOpens, ordering: .releasing)
-        // A listing the kernel may cache needs opendir's reply (cache_readdir).
-        self.skipsDirectoryOpens.store(skipsDirectoryOpens && !Self.cachesListings, ordering: .releasing)
         invalidations.markConnected()
     }
 
