@@ -547,23 +547,31 @@ enum FuseCallbacks {
 
     /// The only attribute names that have values (`user.notesfs.*`).
     static let ownAttributePrefix: StaticString = "user.notesfs."
+    /// The one namespace this file system keeps attributes in.
+    static let userNamespacePrefix: StaticString = "user."
 
-    static func hasOwnAttributePrefix(_ name: UnsafePointer<CChar>) -> Bool {
-        let prefix = UnsafeRawPointer(ownAttributePrefix.utf8Start).assumingMemoryBound(to: CChar.self)
-        return strncmp(name, prefix, ownAttributePrefix.utf8CodeUnitCount) == 0
+    static func hasPrefix(_ name: UnsafePointer<CChar>, _ prefix: StaticString) -> Bool {
+        let bytes = UnsafeRawPointer(prefix.utf8Start).assumingMemoryBound(to: CChar.self)
+        return strncmp(name, bytes, prefix.utf8CodeUnitCount) == 0
     }
 
     static func getxattr(_ req: fuse_req_t?, _ inode: fuse_ino_t, _ namePointer: UnsafePointer<CChar>?, _ size: Int) {
-        // The kernel asks for security.capability before every write and ls
-        // asks for security.selinux and system.posix_acl_access per file: all
-        // ENODATA, answered before any Swift string or error is made.
-        if let req, let namePointer, !hasOwnAttributePrefix(namePointer) {
+        // Names we keep nothing under are answered here, before any Swift
+        // string or error is made: the kernel asks for security.capability
+        // before the first write of each file, and `ls -l` for
+        // security.selinux and system.posix_acl_access per file.
+        // Namespaces other than `user.` are not supported at all (EOPNOTSUPP,
+        // as DESIGN says): `ls` then remembers, per device, that there are no
+        // ACLs or SELinux labels and stops asking — a round trip per file and
+        // attribute that the kernel never caches for FUSE. A missing `user.`
+        // name is ENODATA: that namespace is supported.
+        if let req, let namePointer, !hasPrefix(namePointer, ownAttributePrefix) {
             if let userdata = fuse_req_userdata(req),
                 let statistics = Unmanaged<FuseDispatcher>.fromOpaque(userdata).takeUnretainedValue().statistics
             {
                 statistics.record("getxattr (other)", nanoseconds: 0)
             }
-            _ = fuse_reply_err(req, ENODATA)
+            _ = fuse_reply_err(req, hasPrefix(namePointer, userNamespacePrefix) ? ENODATA : EOPNOTSUPP)
             return
         }
         serve(req, "getxattr") { dispatcher in

@@ -10,6 +10,8 @@ public final class NotesFileSystem: FileSystemOperations {
     let store: NotesStore
     let inodes: InodeTable
     let handles = HandleTable()
+    /// Folder attributes from memory (one getattr of the folder per created file).
+    let folderAttributes = FolderAttributeCache()
     let control: ControlDirectory
     let log: MountLog
     let invalidations: InvalidationQueue
@@ -199,8 +201,16 @@ public final class NotesFileSystem: FileSystemOperations {
         }
         if let snapshot = inodes.snapshot(of: inode) { return snapshot.attributes }
         let ref = try resolve(inode)
+        guard case .folder = ref else {
+            guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+            return attributes(entry, inode: inode)
+        }
+        if let kept = folderAttributes.attributes(of: inode, ref: ref) { return kept }
+        let generation = folderAttributes.generation
         guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
-        return attributes(entry, inode: inode)
+        let result = attributes(entry, inode: inode)
+        folderAttributes.keep(result, of: inode, ref: ref, readAt: generation)
+        return result
     }
 
     public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {

@@ -26,13 +26,17 @@ public final class NotesMount: Sendable {
         // which needs the queue: the sender looks the mounter up late.
         let mounterBox = MounterBox()
         let inodes = InodeTable()
-        let externalChanges = ExternalChangeWatch(store: store, inodes: inodes, log: log)
+        let folderAttributesBox = FolderAttributeCacheBox()
+        let externalChanges = ExternalChangeWatch(store: store, inodes: inodes, log: log) {
+            folderAttributesBox.cache?.invalidateAll()
+        }
         _ = externalChanges.check()  // the baseline, before anything is served
         let invalidations = InvalidationQueue(log: log, tick: { externalChanges.check() }) { item in
             mounterBox.mounter?.notify(item) ?? -ENOTCONN
         }
         self.invalidations = invalidations
         let fileSystem = NotesFileSystem(store: store, inodes: inodes, invalidations: invalidations, log: log)
+        folderAttributesBox.set(fileSystem.folderAttributes)
         self.fileSystem = fileSystem
         let safeSource = sourceName.contains(",") || sourceName.contains("\\") ? "notesfs" : sourceName
         let options = ["fsname=\(safeSource)", "subtype=notesfs", "default_permissions"]
@@ -40,6 +44,9 @@ public final class NotesMount: Sendable {
         mounterBox.set(mounter)
         self.mounter = mounter
         observerID = store.addObserver { [fileSystem, invalidations] commit in
+            // Before the kernel can hear of the change: whatever it asks next
+            // is read from the store again.
+            if FolderAttributeCache.affects(commit) { fileSystem.folderAttributes.invalidateAll() }
             let items: [Invalidation]
             if let requestDirectories = RequestMarker.currentDirectories {
                 // Commits made while serving a kernel request are already in
@@ -138,11 +145,14 @@ private final class ExternalChangeWatch: Sendable {
     private let inodes: InodeTable
     private let log: MountLog
     private let lastCounter = Mutex<Int64?>(nil)
+    /// Drops what the mount keeps in memory about the store (folder attributes).
+    private let dropMemory: @Sendable () -> Void
 
-    init(store: NotesStore, inodes: InodeTable, log: MountLog) {
+    init(store: NotesStore, inodes: InodeTable, log: MountLog, dropMemory: @escaping @Sendable () -> Void) {
         self.store = store
         self.inodes = inodes
         self.log = log
+        self.dropMemory = dropMemory
     }
 
     func check() -> [Invalidation] {
@@ -152,12 +162,20 @@ private final class ExternalChangeWatch: Sendable {
             return last != nil && last != counter
         }
         guard changed else { return [] }
+        dropMemory()
         log.info("the database was changed by another process; dropping the kernel's cached attributes and pages")
         return inodes.attachedInodes().map { inode in
             inodes.distrustCache(inode)
             return .inode(inode)
         }
     }
+}
+
+/// Lets the external-change watch reach the folder cache of the file system made after it.
+private final class FolderAttributeCacheBox: Sendable {
+    private let storage = Mutex<FolderAttributeCache?>(nil)
+    var cache: FolderAttributeCache? { storage.withLock { $0 } }
+    func set(_ cache: FolderAttributeCache) { storage.withLock { $0 = cache } }
 }
 
 /// Lets the invalidation sender reach the mounter made after it.

@@ -42,10 +42,10 @@ extension NotesStore {
         let time = now
         try db.run(
             """
-            INSERT INTO notes(id, folder_id, title, body, created_ns, updated_ns, mode, conflict_of)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, id.description, content.folderID?.description, content.title, content.body, time,
-            modified ?? time, Int64(mode), conflictOf?.description)
+            INSERT INTO notes(id, folder_id, title, body, body_size, created_ns, updated_ns, mode, conflict_of)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, id.description, content.folderID?.description, content.title, content.body,
+            Int64(content.body.count), time, modified ?? time, Int64(mode), conflictOf?.description)
         try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
         let directory = try displayDirectory(db, folderID: content.folderID)
         commit.changedEntries.insert(.note(id))
@@ -72,9 +72,11 @@ extension NotesStore {
         try keepHistoryIfShrinking(db, row, newSize: content.body.count)
         try db.run(
             """
-            UPDATE notes SET title = ?, body = ?, folder_id = ?, updated_ns = ?, local_rev = local_rev + 1
+            UPDATE notes SET title = ?, body = ?, body_size = ?, folder_id = ?, updated_ns = ?,
+                local_rev = local_rev + 1
             WHERE seq = ?
-            """, content.title, content.body, content.folderID?.description, time, row.seq)
+            """, content.title, content.body, Int64(content.body.count), content.folderID?.description, time,
+            row.seq)
         try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
         commit.changedEntries.insert(.note(row.id))
         if row.serverVersion != nil { commit.touchedSyncedNote = true }
@@ -137,9 +139,10 @@ extension NotesStore {
     ) throws {
         try db.run(
             """
-            UPDATE notes SET deleted = 0, title = ?, body = ?, folder_id = ?, updated_ns = ?,
+            UPDATE notes SET deleted = 0, title = ?, body = ?, body_size = ?, folder_id = ?, updated_ns = ?,
                 local_rev = local_rev + 1 WHERE seq = ?
-            """, content.title, content.body, content.folderID?.description, modified ?? now, row.seq)
+            """, content.title, content.body, Int64(content.body.count), content.folderID?.description,
+            modified ?? now, row.seq)
         try db.run("DELETE FROM revivable WHERE note_id = ?", row.id.description)
         // A revived note gets a fresh inode; the old one may still be cached as deleted.
         try db.run("DELETE FROM inodes WHERE entry_kind = 'note' AND entry_id = ?", row.id.description)

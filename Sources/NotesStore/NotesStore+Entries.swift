@@ -5,14 +5,16 @@ import SQLiteKit
 // Reading the tree: lookups, attributes, listings and byte ranges.
 extension NotesStore {
     /// One query shape for every entry read: the name row joined with its entity.
+    /// A note's columns come from the covering index `notes_listing` alone
+    /// (schema v2), never from its row, which holds the body.
     static let entrySelect = """
         SELECT n.seq, n.parent_key, n.name, n.entry_kind, n.entry_id,
                COALESCE(no.updated_ns, f.updated_ns, l.updated_ns, 0),
-               COALESCE(length(no.body), length(l.data), 0),
+               COALESCE(no.body_size, length(l.data), 0),
                COALESCE(no.mode, f.mode, l.mode, 420),
                l.type
         FROM names n
-        LEFT JOIN notes no ON n.entry_kind = 'note' AND no.id = n.entry_id
+        LEFT JOIN notes no INDEXED BY notes_listing ON n.entry_kind = 'note' AND no.id = n.entry_id
         LEFT JOIN folders f ON n.entry_kind = 'folder' AND f.id = n.entry_id
         LEFT JOIN local_entries l ON n.entry_kind = 'local' AND l.seq = CAST(n.entry_id AS INTEGER)
         """

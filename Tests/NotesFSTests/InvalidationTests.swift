@@ -54,4 +54,19 @@ struct InvalidationTests {
         #expect(try fixture.sh("ls") == "late (2).md\nlate.md\n")
         #expect(try fixture.sh("cat 'late (2).md'") == "twin\n")
     }
+
+    @Test func aFoldersAttributesChangedOutsideTheMountAreSeenDespiteTheMemoryCache() throws {
+        let mounted = try InProcessMount()
+        defer { mounted.stop() }
+        let fixture = mounted.fixture
+        // Creating files reads the folder's attributes (and keeps them in memory).
+        #expect(try fixture.sh("mkdir d && touch d/a.md d/b.md && chmod 750 d && stat -c %a d") == "750\n")
+        let entry = try #require(try mounted.store.lookup(in: .root, name: "d"))
+        try mounted.store.setMode(entry.ref, mode: 0o700)
+        mounted.mount.waitForInvalidations()
+        #expect(try fixture.sh("stat -c %a d && touch d/c.md && stat -c %a d") == "700\n700\n")
+        try mounted.store.setModified(entry.ref, nanoseconds: 1_600_000_000_000_000_000)
+        mounted.mount.waitForInvalidations()
+        #expect(try fixture.sh("stat -c %Y d") == "1600000000\n")
+    }
 }

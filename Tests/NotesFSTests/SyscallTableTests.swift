@@ -64,8 +64,12 @@ let syscallCases: [SyscallCase] = [
                     """, expected: "EINVAL"),
     SyscallCase(name: "renaming a folder to a hidden name crosses the local-only line",
                 code: "os.rename('dir', '.archive')", expected: "EXDEV"),
-    SyscallCase(name: "an unknown xattr is ENODATA",
-                code: "os.getxattr('note.md', 'security.capability')", expected: "ENODATA"),
+    SyscallCase(name: "a missing user xattr is ENODATA",
+                code: "os.getxattr('note.md', 'user.other')", expected: "ENODATA"),
+    SyscallCase(name: "security xattrs are not supported (ls then stops asking)",
+                code: "os.getxattr('note.md', 'security.selinux')", expected: "ENOTSUP"),
+    SyscallCase(name: "POSIX ACLs are not supported",
+                code: "os.getxattr('note.md', 'system.posix_acl_access')", expected: "ENOTSUP"),
     SyscallCase(name: "setting user.notesfs.id succeeds and changes nothing",
                 code: """
                     before = os.getxattr('note.md', 'user.notesfs.id'); os.setxattr('note.md', 'user.notesfs.id', b'x')

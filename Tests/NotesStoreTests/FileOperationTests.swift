@@ -300,7 +300,56 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 1)
+        #expect(try Connection(path: path).userVersion == 2)
+    }
+
+    /// Turns a current (v2) database back into the v1 layout: no size column,
+    /// no listing index, no size triggers.
+    static func downgradeToVersion1(_ path: String) throws {
+        let db = try Connection(path: path)
+        try db.execute(
+            """
+            DROP INDEX notes_listing; DROP TRIGGER notes_size_insert; DROP TRIGGER notes_size_update;
+            ALTER TABLE notes DROP COLUMN body_size; PRAGMA user_version = 1;
+            """)
+    }
+
+    @Test func aVersion1DatabaseIsMigratedAndListsEverySizeWithoutReadingBodies() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("notes.sqlite")
+        let id = try NotesStore(path: path).createNote(in: .root, title: "a.md", body: Data(utf8: "hello"))
+        try Self.downgradeToVersion1(path)
+        // Written the v1 way: a body bound as text counts its UTF-8 bytes.
+        try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
+
+        let store = try NotesStore(path: path)
+        #expect(try Connection(path: path).userVersion == 2)
+        #expect(try store.integrityCheck() == ["ok"])
+        #expect(try store.list(directory: .root).map(\.size) == [13])
+        let plan = try Connection(path: path).query(
+            "EXPLAIN QUERY PLAN SELECT updated_ns, body_size, mode FROM notes INDEXED BY notes_listing WHERE id = ?",
+            id.description
+        ) { $0.string(3) }
+        #expect(plan.contains { $0.contains("COVERING INDEX notes_listing") }, "\(plan)")
+    }
+
+    @Test func everyWriterKeepsTheListedSizeRight() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("notes.sqlite")
+        let store = try NotesStore(path: path)
+        let file = try store.createFile(in: .root, name: "n.md")
+        try store.write(file.ref, offset: 0, bytes: Data(utf8: "0123456789"))
+        #expect(try store.entry(for: file.ref)?.size == 10)
+        try store.truncate(file.ref, to: 4)
+        #expect(try store.entry(for: file.ref)?.size == 4)
+        // SQL that does not know the column (the simulation, old tools) too.
+        guard case .note(let id) = file.ref else { Issue.record("not a note: \(file.ref)"); return }
+        try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", Data(count: 7), id.description)
+        #expect(try store.entry(for: file.ref)?.size == 7)
+        try Connection(path: path).run("UPDATE notes SET body_size = 1 WHERE id = ?", id.description)
+        #expect(try store.entry(for: file.ref)?.size == 7)
     }
 
     @Test func aDatabaseFromANewerVersionIsRefusedAndLeftUntouched() throws {
@@ -308,7 +357,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 1)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 2)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }
