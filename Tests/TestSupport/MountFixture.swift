@@ -141,13 +141,20 @@ public final class MountFixture: @unchecked Sendable {
         }
     }
 
-    /// Alive and not a zombie.
+    /// Some thread of the process is alive (not a zombie). The main thread
+    /// turns zombie while another is still exiting (say, in an fsync), and
+    /// the process's files — its mount lock among them — stay open until
+    /// the last thread is gone.
     static func processAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 else { return false }
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
-        guard let close = status.lastIndex(of: ")") else { return false }
-        let state = status[status.index(after: close)...].trimmingCharacters(in: .whitespaces).prefix(1)
-        return state != "Z" && state != "X"
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? ["\(pid)"]
+        return tasks.contains { task in
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                let close = status.lastIndex(of: ")")
+            else { return false }
+            let state = status[status.index(after: close)...].trimmingCharacters(in: .whitespaces).prefix(1)
+            return state != "Z" && state != "X"
+        }
     }
 
     public func logTail() -> String {
