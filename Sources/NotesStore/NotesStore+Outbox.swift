@@ -194,6 +194,7 @@ extension NotesStore {
     ) throws -> SettleReport {
         guard let frozen = try frozenRow(db, changeID) else { return SettleReport() }
         try db.run("DELETE FROM outbox WHERE seq = ?", frozen.seq)
+        commit.settledChanges += 1
         switch (frozen.change.kind, outcome) {
         case (.note, .applied(let version)):
             try settleNoteApplied(db, frozen, version: version)

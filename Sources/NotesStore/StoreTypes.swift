@@ -166,11 +166,14 @@ public struct StoreCommit: Sendable {
     public var outboxChanged = false
     /// True when a note the server already has was changed (pushed at once on close or fsync).
     public var touchedSyncedNote = false
+    /// Sent changes the server's answers settled: text that was only this
+    /// machine's is now the server's too (nothing visible changes when applied).
+    public var settledChanges = 0
 
     public init(origin: Origin) { self.origin = origin }
 
     public var isEmpty: Bool {
-        changedEntries.isEmpty && removedNames.isEmpty && addedNames.isEmpty && !outboxChanged
+        changedEntries.isEmpty && removedNames.isEmpty && addedNames.isEmpty && !outboxChanged && settledChanges == 0
     }
 }
 
