@@ -48,6 +48,10 @@ public final class PostgresConnection {
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
     }
 
+    /// True inside a transaction that an error aborted: only `ROLLBACK` (or
+    /// `ROLLBACK TO SAVEPOINT`) works until it ends.
+    public var isInFailedTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
+
     /// Runs one statement with `arguments` as its `$1, $2…` parameters and
     /// returns its rows in binary format.
     @discardableResult
@@ -100,6 +104,11 @@ public final class PostgresConnection {
                 formats.append(1)
                 lengths.append(Int32(data.count))
                 buffers.append(copy(data))
+            case .array(let array):
+                types.append(array.arrayType)
+                formats.append(1)
+                lengths.append(Int32(array.encoded.count))
+                buffers.append(copy(array.encoded))
             }
         }
         var name = prepared[sql]

@@ -7,19 +7,21 @@ import SyncProtocol
 /// The `ServerStore` for many users: PostgreSQL, shared by any number of
 /// `notesfs serve` processes.
 ///
-/// Locking, as on every backend (DESIGN.md "Server rules"): a push runs in a
-/// READ COMMITTED transaction that first takes the account row with
+/// Locking, as on every backend (DESIGN.md "Server rules"): pushes run in
+/// READ COMMITTED group transactions (`PostgresGroupWriter`: the pushes that
+/// queued while the previous group committed, one `COMMIT` for all) that
+/// first take the account rows in ascending account order with
 /// `SELECT … FOR UPDATE` (the counter lives there and stays locked until
-/// commit), then reads the idempotency rows, then locks the entity rows with
-/// one `SELECT … ORDER BY kind, id FOR UPDATE`. Pushes to one account are
-/// therefore serialised across every process, and a feed read — one statement,
-/// one snapshot holding the counter and the rows it stamped together — can
-/// never pass over a change still being written. Deadlocks and serialization
-/// failures roll the whole transaction back and it runs again (at most
-/// `transactionAttemptsMax` times); nothing of a failed attempt stays.
+/// commit), then per push read the idempotency rows, then lock the entity
+/// rows with one `SELECT … ORDER BY kind, id FOR UPDATE`. Pushes to one
+/// account are therefore serialised across every process, and a feed read —
+/// one statement, one snapshot holding the counter and the rows it stamped
+/// together — can never pass over a change still being written. Deadlocks
+/// and serialization failures roll the whole group back and it runs again (at
+/// most `transactionAttemptsMax` times); nothing of a failed attempt stays.
 ///
-/// A push that applied something queues a `pg_notify` after its commit
-/// (`PostgresNotifier` batches them), and a
+/// A group that applied something queues a `pg_notify` per account after its
+/// commit (`PostgresNotifier` batches them), and a
 /// listener in every process wakes that account's long polls
 /// (`onRemoteCommit`). `PostgreSQL` commits are durable before `COMMIT`
 /// returns (`synchronous_commit=on`, the default; do not turn it off).
@@ -31,10 +33,22 @@ public final class PostgresServerStore: ServerStore {
         /// Runs of one push transaction at most, after deadlocks or serialization failures.
         public var transactionAttemptsMax: Int
 
-        public init(pool: PostgresPool.Options = PostgresPool.Options(), listen: Bool = true, transactionAttemptsMax: Int = 8) {
+        /// Writer threads of the group commit, each with a connection of its
+        /// own besides the pool: one keeps every push of a process in one
+        /// transaction at a time, so groups grow while a commit is in flight.
+        public var groupWriters: Int
+        /// Pushes in one group transaction at most.
+        public var groupPushesMax: Int
+
+        public init(
+            pool: PostgresPool.Options = PostgresPool.Options(), listen: Bool = true, transactionAttemptsMax: Int = 8,
+            groupWriters: Int = 1, groupPushesMax: Int = 128
+        ) {
             self.pool = pool
             self.listen = listen
             self.transactionAttemptsMax = transactionAttemptsMax
+            self.groupWriters = groupWriters
+            self.groupPushesMax = groupPushesMax
         }
     }
 
@@ -56,6 +70,7 @@ public final class PostgresServerStore: ServerStore {
     private let shared: Shared
     private let listener: PostgresListener?
     private let notifier: PostgresNotifier
+    private let writer: PostgresGroupWriter
     private let closed = Atomic<Bool>(false)
 
     /// Connects, migrates the schema (safe with several processes starting
@@ -77,6 +92,15 @@ public final class PostgresServerStore: ServerStore {
         shared = Shared(epoch: epoch)
         pool = PostgresPool(conninfo: conninfo, options: options.pool)
         notifier = PostgresNotifier(conninfo: conninfo, channel: channel)
+        writer = PostgresGroupWriter(
+            conninfo: conninfo, writers: options.groupWriters, groupPushesMax: options.groupPushesMax,
+            attemptsMax: options.transactionAttemptsMax
+        ) { [notifier, shared] accounts in
+            // After the commit, batched on the notifier's own connection: a
+            // NOTIFY inside the group would hold PostgreSQL's notify lock
+            // across the commit's WAL flush and serialise every group.
+            for account in accounts { notifier.notify("c:\(shared.instance):\(account.rawValue)") }
+        }
         if options.listen {
             do {
                 listener = try PostgresListener(conninfo: conninfo, channel: channel) { [shared] notification in
@@ -182,27 +206,13 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    /// Queues the push for the next group transaction (`PostgresGroupWriter`)
+    /// and returns once that group's `COMMIT` returned.
     public func push<Result: Sendable>(
         account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result {
-        let (result, applied) = try await run { [self] connection in
-            var applied = false
-            let result = try retrying(connection) {
-                let transaction = PostgresPushTransaction(connection: connection, account: account)
-                let result = try body(transaction)
-                try transaction.flush()
-                applied = transaction.counterChanged
-                return result
-            }
-            return (result, applied)
-        }
-        if applied {
-            // After the commit, batched on the notifier's own connection: a
-            // NOTIFY inside the push would hold PostgreSQL's notify lock
-            // across the commit's WAL flush and serialise every push.
-            notifier.notify("c:\(shared.instance):\(account.rawValue)")
-        }
-        return result
+        guard !closed.load(ordering: .acquiring) else { throw ServerStoreError.unavailable("the store is closed") }
+        return try await writer.push(account: account, body)
     }
 
     public func changes(account: AccountID, after: Int64, rowsMax: Int, bytesMax: Int) async throws -> FeedRead {
@@ -433,6 +443,7 @@ public final class PostgresServerStore: ServerStore {
     public func close() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         listener?.stop()
+        writer.stop()
         notifier.stop()
         pool.close()
     }
