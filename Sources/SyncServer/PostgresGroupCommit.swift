@@ -11,10 +11,13 @@ import SyncProtocol
 /// 1. the account rows of every push, in ascending account order, in one
 ///    `SELECT … ORDER BY account_id FOR UPDATE` (so groups in different
 ///    processes never deadlock on accounts: each waits only for higher ids);
-/// 2. per push, in arrival order within an account: its idempotency lookup
-///    (one statement), then its entity rows in (kind, id) order (one
-///    statement). An entity row is only ever locked by a holder of its
-///    account row, so entity locks never wait across transactions;
+/// 2. the idempotency rows of every push (one statement), then the entity
+///    rows of every push in (account, kind, id) order with `FOR UPDATE` (one
+///    statement). Which change ids and rows a push needs is learned by two dry
+///    runs of its body that stop at the lookup. An entity row is only ever
+///    locked by a holder of its account row, so entity locks never wait
+///    across transactions; each push still sees account row → idempotency →
+///    entities in (kind, id) order;
 /// 3. every push's rows, answers and counters in one statement (`unnest`
 ///    arrays), then `COMMIT`.
 ///
@@ -226,8 +229,28 @@ final class PostgresGroupWriter: @unchecked Sendable {
     private func runOptimistic(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID] {
         try connection.execute("BEGIN")
         let overlay = PostgresGroupOverlay(counters: try lockAccounts(jobs, connection))
+        // Two dry runs of every body, each stopped at a lookup, learn which
+        // change ids and then which entity rows the pushes will ask for, so
+        // the group reads them in one statement each instead of two per push.
+        var asked: [(AccountID, [ChangeID])] = []
         for job in jobs {
-            let transaction = PostgresGroupPushTransaction(connection: connection, account: job.account, group: overlay)
+            let probe = PostgresGroupPushTransaction(
+                connection: connection, account: job.account, group: overlay, stage: .probeChangeIds)
+            _ = job.run(probe)
+            asked.append((job.account, probe.askedChangeIds))
+        }
+        try overlay.prefetchRecords(asked, connection)
+        var wanted: [(AccountID, [EntityRef])] = []
+        for job in jobs {
+            let probe = PostgresGroupPushTransaction(
+                connection: connection, account: job.account, group: overlay, stage: .probeRefs)
+            _ = job.run(probe)
+            wanted.append((job.account, probe.askedRefs))
+        }
+        try overlay.prefetchEntities(wanted, connection)
+        for job in jobs {
+            let transaction = PostgresGroupPushTransaction(
+                connection: connection, account: job.account, group: overlay, stage: .run)
             if let error = job.run(transaction) {
                 if let error = error as? PostgresError, error.isRetryableTransaction || error.isUnavailable {
                     throw error
@@ -295,8 +318,70 @@ final class PostgresGroupOverlay {
     private var writeOrder: [(AccountID, EntityRef)] = []
     private var recordRows: [(AccountID, IdempotencyRecord)] = []
     private var changedCounters = Set<AccountID>()
+    /// Answers read before the pushes ran, and the change ids asked for (an
+    /// id asked for and absent here was not in the database).
+    var prefetchedRecords: [AccountID: [ChangeID: IdempotencyRecord]] = [:]
+    var checkedChangeIds: [AccountID: Set<ChangeID>] = [:]
+    /// Entity rows locked before the pushes ran, and the refs asked for.
+    var prefetchedEntities: [AccountID: [EntityRef: StoredEntity]] = [:]
+    var checkedRefs: [AccountID: Set<EntityRef>] = [:]
 
     init(counters: [AccountID: Int64]) { self.counters = counters }
+
+    /// Reads the remembered answers of every `(account, change id)` asked for, in one statement.
+    func prefetchRecords(_ asked: [(AccountID, [ChangeID])], _ connection: PostgresConnection) throws {
+        var accounts: [Int64] = []
+        var changeIds: [UUID?] = []
+        for (account, ids) in asked {
+            for id in ids where checkedChangeIds[account, default: []].insert(id).inserted {
+                accounts.append(account.rawValue)
+                changeIds.append(id.uuid)
+            }
+        }
+        guard !accounts.isEmpty else { return }
+        let rows = try connection.execute(
+            """
+            SELECT s.account_id, s.change_id, s.payload_hash, s.result, s.created_at
+            FROM unnest($1::int8[], $2::uuid[]) AS r(account_id, change_id)
+            JOIN seen_changes s ON s.account_id = r.account_id AND s.change_id = r.change_id
+            """, PostgresValue.array(.int64(accounts)), PostgresValue.array(.uuid(changeIds)))
+        for row in 0..<rows.rowCount {
+            let changeId = ChangeID(try rows.uuid(row, 1))
+            prefetchedRecords[AccountID(try rows.int64(row, 0)), default: [:]][changeId] = IdempotencyRecord(
+                changeId: changeId, payloadHash: Array(try rows.data(row, 2)), result: try rows.data(row, 3),
+                createdAt: SQLiteServerStore.date(milliseconds: try rows.int64(row, 4)))
+        }
+    }
+
+    /// Locks the entity rows every push asked for, in one statement, in
+    /// (account, kind, id) order: each account's rows in (kind, id) order,
+    /// all after every account row (DESIGN.md's lock order for each push).
+    func prefetchEntities(_ wanted: [(AccountID, [EntityRef])], _ connection: PostgresConnection) throws {
+        var accounts: [Int64] = []
+        var kinds: [String] = []
+        var ids: [UUID?] = []
+        for (account, refs) in wanted {
+            for ref in refs where checkedRefs[account, default: []].insert(ref).inserted {
+                accounts.append(account.rawValue)
+                kinds.append(ref.kind.rawValue)
+                ids.append(ref.id)
+            }
+        }
+        guard !accounts.isEmpty else { return }
+        let rows = try connection.execute(
+            """
+            SELECT e.account_id, \(PostgresServerStore.entityColumns)
+            FROM unnest($1::int8[], $2::text[], $3::uuid[]) AS r(account_id, kind, id)
+            JOIN entities e ON e.account_id = r.account_id AND e.kind = r.kind AND e.id = r.id
+            ORDER BY e.account_id, e.kind, e.id
+            FOR UPDATE OF e
+            """, PostgresValue.array(.int64(accounts)), PostgresValue.array(.text(kinds)),
+            PostgresValue.array(.uuid(ids)))
+        for row in 0..<rows.rowCount {
+            let entity = try PostgresServerStore.entity(rows, row, from: 1)
+            prefetchedEntities[AccountID(try rows.int64(row, 0)), default: [:]][entity.ref] = entity
+        }
+    }
 
     /// The accounts whose counter moved, ascending.
     var appliedAccounts: [AccountID] { changedCounters.sorted { $0.rawValue < $1.rawValue } }
@@ -381,17 +466,31 @@ final class PostgresGroupOverlay {
 /// writes stay in memory until the group's write statement. Used on one
 /// writer thread only, and never outlives its push.
 final class PostgresGroupPushTransaction: PushTransaction {
+    /// A dry run stops at a lookup and only notes what was asked; `run` is the real one.
+    enum Stage {
+        case probeChangeIds
+        case probeRefs
+        case run
+    }
+
+    /// Thrown by a dry run where it stops; never leaves the group writer.
+    struct ProbeStop: Error {}
+
     let connection: PostgresConnection
     let account: AccountID
     private let group: PostgresGroupOverlay
+    private let stage: Stage
     private(set) var writes: [StoredEntity] = []
     private(set) var records: [IdempotencyRecord] = []
     private(set) var newCounter: Int64?
+    private(set) var askedChangeIds: [ChangeID] = []
+    private(set) var askedRefs: [EntityRef] = []
 
-    init(connection: PostgresConnection, account: AccountID, group: PostgresGroupOverlay) {
+    init(connection: PostgresConnection, account: AccountID, group: PostgresGroupOverlay, stage: Stage) {
         self.connection = connection
         self.account = account
         self.group = group
+        self.stage = stage
     }
 
     func lockAccount() throws -> Int64 {
@@ -403,11 +502,22 @@ final class PostgresGroupPushTransaction: PushTransaction {
     }
 
     func idempotencyRecords(_ changeIds: [ChangeID]) throws -> [ChangeID: IdempotencyRecord] {
+        if stage == .probeChangeIds {
+            askedChangeIds = changeIds
+            throw ProbeStop()
+        }
+        // Answered earlier in this group, else read before the pushes ran.
         let known = group.records[account] ?? [:]
+        let prefetched = group.prefetchedRecords[account] ?? [:]
+        let checked = group.checkedChangeIds[account] ?? []
         var records: [ChangeID: IdempotencyRecord] = [:]
-        var unknown: [UUID] = []
+        var unknown: [UUID?] = []
         for changeId in changeIds {
-            if let record = known[changeId] { records[changeId] = record } else { unknown.append(changeId.uuid) }
+            if let record = known[changeId] ?? prefetched[changeId] {
+                records[changeId] = record
+            } else if !checked.contains(changeId) {
+                unknown.append(changeId.uuid)
+            }
         }
         guard !unknown.isEmpty else { return records }
         let rows = try connection.execute(
@@ -425,16 +535,23 @@ final class PostgresGroupPushTransaction: PushTransaction {
     }
 
     func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity] {
+        if stage == .probeRefs {
+            askedRefs = refs
+            throw ProbeStop()
+        }
         let known = group.entities[account] ?? [:]
+        let prefetched = group.prefetchedEntities[account] ?? [:]
+        let checked = group.checkedRefs[account] ?? []
         var entities: [EntityRef: StoredEntity] = [:]
         // Rows an earlier push of the group wrote are locked (or, if new,
-        // covered by the account lock) already.
+        // covered by the account lock) already, and so are prefetched rows;
+        // a row written earlier in the group is newer than its prefetched copy.
         let unknown = refs.filter { ref in
-            if let entity = known[ref] {
+            if let entity = known[ref] ?? prefetched[ref] {
                 entities[ref] = entity
                 return false
             }
-            return true
+            return !checked.contains(ref)
         }
         guard !unknown.isEmpty else { return entities }
         // Rows are locked in the sort's order: (kind, id), as on every backend.
@@ -455,7 +572,11 @@ final class PostgresGroupPushTransaction: PushTransaction {
     }
 
     func entity(_ ref: EntityRef) throws -> StoredEntity? {
-        if let entity = writes.last(where: { $0.ref == ref }) ?? group.entities[account]?[ref] { return entity }
+        if let entity = writes.last(where: { $0.ref == ref }) ?? group.entities[account]?[ref]
+            ?? group.prefetchedEntities[account]?[ref]
+        {
+            return entity
+        }
         let rows = try connection.execute(
             """
             SELECT \(PostgresServerStore.entityColumns) FROM entities e
