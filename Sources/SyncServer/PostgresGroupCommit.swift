@@ -208,15 +208,18 @@ final class PostgresGroupWriter: @unchecked Sendable {
         for job in jobs { job.finish(error) }
     }
 
-    /// Locks the account rows of `jobs` in ascending order and returns their counters.
-    private func lockAccounts(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID: Int64] {
+    /// The statement locking the account rows of `jobs` in ascending order
+    /// (ORDER BY runs below the row locking, so rows are locked in that order).
+    private static func lockAccountsStatement(_ jobs: [Job]) -> PostgresConnection.Statement {
         let accounts = Array(Set(jobs.map(\.account.rawValue))).sorted()
-        // ORDER BY runs below the row locking, so rows are locked in account order.
-        let rows = try connection.execute(
+        return PostgresConnection.Statement(
             """
             SELECT account_id, counter FROM accounts WHERE account_id = ANY($1)
             ORDER BY account_id FOR UPDATE
-            """, PostgresValue.array(.int64(accounts)))
+            """, [.array(.int64(accounts))])
+    }
+
+    private static func counters(_ rows: PostgresResult) throws -> [AccountID: Int64] {
         var counters: [AccountID: Int64] = [:]
         for row in 0..<rows.rowCount {
             counters[AccountID(try rows.int64(row, 0))] = try rows.int64(row, 1)
@@ -224,30 +227,43 @@ final class PostgresGroupWriter: @unchecked Sendable {
         return counters
     }
 
-    /// The fast path: buffered writes, one write statement, one commit.
-    /// Returns the accounts that got new versions.
+    /// The fast path, two round trips for the whole group:
+    /// `BEGIN`, account locks, idempotency rows and entity locks in one
+    /// pipeline; the pushes in memory; the write statement and `COMMIT` in
+    /// a second. Returns the accounts that got new versions.
     private func runOptimistic(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID] {
-        try connection.execute("BEGIN")
-        let overlay = PostgresGroupOverlay(counters: try lockAccounts(jobs, connection))
-        // Two dry runs of every body, each stopped at a lookup, learn which
-        // change ids and then which entity rows the pushes will ask for, so
-        // the group reads them in one statement each instead of two per push.
+        // A dry run of every body, stopped at its entity lookup, learns which
+        // change ids and entity rows it will ask for (all its rows, even of
+        // changes that turn out to be replays: locking a row of an account
+        // already locked costs little).
+        let probeGroup = PostgresGroupOverlay(counters: [:])
         var asked: [(AccountID, [ChangeID])] = []
-        for job in jobs {
-            let probe = PostgresGroupPushTransaction(
-                connection: connection, account: job.account, group: overlay, stage: .probeChangeIds)
-            _ = job.run(probe)
-            asked.append((job.account, probe.askedChangeIds))
-        }
-        try overlay.prefetchRecords(asked, connection)
         var wanted: [(AccountID, [EntityRef])] = []
         for job in jobs {
             let probe = PostgresGroupPushTransaction(
-                connection: connection, account: job.account, group: overlay, stage: .probeRefs)
+                connection: connection, account: job.account, group: probeGroup, stage: .probe)
             _ = job.run(probe)
+            asked.append((job.account, probe.askedChangeIds))
             wanted.append((job.account, probe.askedRefs))
         }
-        try overlay.prefetchEntities(wanted, connection)
+        let overlay = PostgresGroupOverlay(counters: [:])
+        var statements = [PostgresConnection.Statement("BEGIN"), Self.lockAccountsStatement(jobs)]
+        let recordsStatement = overlay.prefetchRecordsStatement(asked)
+        let entitiesStatement = overlay.prefetchEntitiesStatement(wanted)
+        statements += [recordsStatement, entitiesStatement].compactMap { $0 }
+        let results: [PostgresResult]
+        do {
+            results = try connection.pipeline(statements)
+        } catch {
+            throw Self.isolatingUnlessRetryable(error)
+        }
+        overlay.counters = try Self.counters(results[1])
+        var next = 2
+        if recordsStatement != nil {
+            try overlay.readRecords(results[next])
+            next += 1
+        }
+        if entitiesStatement != nil { try overlay.readEntities(results[next]) }
         for job in jobs {
             let transaction = PostgresGroupPushTransaction(
                 connection: connection, account: job.account, group: overlay, stage: .run)
@@ -264,13 +280,28 @@ final class PostgresGroupWriter: @unchecked Sendable {
             }
             overlay.merge(transaction)
         }
+        let write = overlay.writeStatement()
         do {
-            try overlay.write(connection)
-        } catch let error as PostgresError where !(error.isRetryableTransaction || error.isUnavailable) {
-            throw NeedsIsolation(cause: error)
+            _ = try connection.pipeline([write, PostgresConnection.Statement("COMMIT")].compactMap { $0 })
+        } catch {
+            // A failed COMMIT fails the group; a failed write means COMMIT
+            // did not run: isolate the pushes.
+            if error.sql == "COMMIT" { throw error }
+            throw Self.isolatingUnlessRetryable(error)
         }
-        try connection.execute("COMMIT")
         return overlay.appliedAccounts
+    }
+
+    /// `error` itself when rerunning the group as it is may work (deadlock,
+    /// serialization failure, lost connection), else a request to isolate.
+    private static func isolatingUnlessRetryable(_ error: PostgresError) -> any Error {
+        error.isRetryableTransaction || error.isUnavailable ? error : NeedsIsolation(cause: error)
+    }
+
+    /// Locks the account rows of `jobs` in ascending order and returns their counters.
+    private func lockAccounts(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID: Int64] {
+        let statement = Self.lockAccountsStatement(jobs)
+        return try Self.counters(try connection.execute(statement.sql, arguments: statement.arguments))
     }
 
     /// The careful path: each push in its own savepoint, written at once.
@@ -328,8 +359,12 @@ final class PostgresGroupOverlay {
 
     init(counters: [AccountID: Int64]) { self.counters = counters }
 
-    /// Reads the remembered answers of every `(account, change id)` asked for, in one statement.
-    func prefetchRecords(_ asked: [(AccountID, [ChangeID])], _ connection: PostgresConnection) throws {
+    /// The accounts whose counter moved, ascending.
+    var appliedAccounts: [AccountID] { changedCounters.sorted { $0.rawValue < $1.rawValue } }
+
+    /// The statement reading the remembered answers of every `(account,
+    /// change id)` asked for; nil when none was.
+    func prefetchRecordsStatement(_ asked: [(AccountID, [ChangeID])]) -> PostgresConnection.Statement? {
         var accounts: [Int64] = []
         var changeIds: [UUID?] = []
         for (account, ids) in asked {
@@ -338,13 +373,16 @@ final class PostgresGroupOverlay {
                 changeIds.append(id.uuid)
             }
         }
-        guard !accounts.isEmpty else { return }
-        let rows = try connection.execute(
+        guard !accounts.isEmpty else { return nil }
+        return PostgresConnection.Statement(
             """
             SELECT s.account_id, s.change_id, s.payload_hash, s.result, s.created_at
             FROM unnest($1::int8[], $2::uuid[]) AS r(account_id, change_id)
             JOIN seen_changes s ON s.account_id = r.account_id AND s.change_id = r.change_id
-            """, PostgresValue.array(.int64(accounts)), PostgresValue.array(.uuid(changeIds)))
+            """, [.array(.int64(accounts)), .array(.uuid(changeIds))])
+    }
+
+    func readRecords(_ rows: PostgresResult) throws {
         for row in 0..<rows.rowCount {
             let changeId = ChangeID(try rows.uuid(row, 1))
             prefetchedRecords[AccountID(try rows.int64(row, 0)), default: [:]][changeId] = IdempotencyRecord(
@@ -353,10 +391,11 @@ final class PostgresGroupOverlay {
         }
     }
 
-    /// Locks the entity rows every push asked for, in one statement, in
+    /// The statement locking the entity rows every push asked for, in
     /// (account, kind, id) order: each account's rows in (kind, id) order,
     /// all after every account row (DESIGN.md's lock order for each push).
-    func prefetchEntities(_ wanted: [(AccountID, [EntityRef])], _ connection: PostgresConnection) throws {
+    /// Nil when no push asked for any.
+    func prefetchEntitiesStatement(_ wanted: [(AccountID, [EntityRef])]) -> PostgresConnection.Statement? {
         var accounts: [Int64] = []
         var kinds: [String] = []
         var ids: [UUID?] = []
@@ -367,24 +406,23 @@ final class PostgresGroupOverlay {
                 ids.append(ref.id)
             }
         }
-        guard !accounts.isEmpty else { return }
-        let rows = try connection.execute(
+        guard !accounts.isEmpty else { return nil }
+        return PostgresConnection.Statement(
             """
             SELECT e.account_id, \(PostgresServerStore.entityColumns)
             FROM unnest($1::int8[], $2::text[], $3::uuid[]) AS r(account_id, kind, id)
             JOIN entities e ON e.account_id = r.account_id AND e.kind = r.kind AND e.id = r.id
             ORDER BY e.account_id, e.kind, e.id
             FOR UPDATE OF e
-            """, PostgresValue.array(.int64(accounts)), PostgresValue.array(.text(kinds)),
-            PostgresValue.array(.uuid(ids)))
+            """, [.array(.int64(accounts)), .array(.text(kinds)), .array(.uuid(ids))])
+    }
+
+    func readEntities(_ rows: PostgresResult) throws {
         for row in 0..<rows.rowCount {
             let entity = try PostgresServerStore.entity(rows, row, from: 1)
             prefetchedEntities[AccountID(try rows.int64(row, 0)), default: [:]][entity.ref] = entity
         }
     }
-
-    /// The accounts whose counter moved, ascending.
-    var appliedAccounts: [AccountID] { changedCounters.sorted { $0.rawValue < $1.rawValue } }
 
     /// Takes in a push that returned without error.
     func merge(_ push: PostgresGroupPushTransaction) {
@@ -404,10 +442,10 @@ final class PostgresGroupOverlay {
         }
     }
 
-    /// Sends every row, answer and counter of the group in one statement;
+    /// The one statement sending every row, answer and counter of the group;
     /// its text is fixed (columns travel as arrays), so it is prepared once.
-    func write(_ connection: PostgresConnection) throws {
-        guard !writeOrder.isEmpty || !recordRows.isEmpty || !changedCounters.isEmpty else { return }
+    func writeStatement() -> PostgresConnection.Statement? {
+        guard !writeOrder.isEmpty || !recordRows.isEmpty || !changedCounters.isEmpty else { return nil }
         var rows: [(account: Int64, entity: StoredEntity)] = []
         for (account, ref) in writeOrder {
             if let entity = entities[account]?[ref] { rows.append((account.rawValue, entity)) }
@@ -440,7 +478,7 @@ final class PostgresGroupOverlay {
             .array(.int64(recordRows.map { SQLiteServerStore.milliseconds($0.1.createdAt) })),
         ]
         let counterColumns: [PostgresValue] = [.array(.int64(counterAccounts)), .array(.int64(counterValues))]
-        try connection.execute(
+        return PostgresConnection.Statement(
             """
             WITH written AS (
                 INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at)
@@ -457,7 +495,7 @@ final class PostgresGroupOverlay {
             FROM unnest($16::int8[], $17::int8[]) AS c(account_id, counter)
             WHERE a.account_id = c.account_id
             """,
-            arguments: entityColumns + recordColumns + counterColumns)
+            entityColumns + recordColumns + counterColumns)
     }
 }
 
@@ -468,8 +506,9 @@ final class PostgresGroupOverlay {
 final class PostgresGroupPushTransaction: PushTransaction {
     /// A dry run stops at a lookup and only notes what was asked; `run` is the real one.
     enum Stage {
-        case probeChangeIds
-        case probeRefs
+        /// Notes the change ids asked for (answering "none seen") and the
+        /// entity rows asked for, and stops there.
+        case probe
         case run
     }
 
@@ -494,7 +533,9 @@ final class PostgresGroupPushTransaction: PushTransaction {
     }
 
     func lockAccount() throws -> Int64 {
-        // The group locked every account row before any push ran.
+        // The group locked every account row before any push ran; a dry
+        // run stops before the counter matters.
+        if stage == .probe { return 0 }
         guard let counter = group.counters[account] else {
             throw ServerStoreError.failure("account \(account) does not exist")
         }
@@ -502,9 +543,9 @@ final class PostgresGroupPushTransaction: PushTransaction {
     }
 
     func idempotencyRecords(_ changeIds: [ChangeID]) throws -> [ChangeID: IdempotencyRecord] {
-        if stage == .probeChangeIds {
+        if stage == .probe {
             askedChangeIds = changeIds
-            throw ProbeStop()
+            return [:]
         }
         // Answered earlier in this group, else read before the pushes ran.
         let known = group.records[account] ?? [:]
@@ -535,7 +576,7 @@ final class PostgresGroupPushTransaction: PushTransaction {
     }
 
     func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity] {
-        if stage == .probeRefs {
+        if stage == .probe {
             askedRefs = refs
             throw ProbeStop()
         }

@@ -42,7 +42,7 @@ public final class PostgresServerStore: ServerStore {
 
         public init(
             pool: PostgresPool.Options = PostgresPool.Options(), listen: Bool = true, transactionAttemptsMax: Int = 8,
-            groupWriters: Int = 1, groupPushesMax: Int = 128
+            groupWriters: Int = 2, groupPushesMax: Int = 128
         ) {
             self.pool = pool
             self.listen = listen

@@ -23,7 +23,14 @@ import Testing
 
     @Test func aGroupWhereOnePushFailsAppliesTheOthersExactlyOnceWithAGaplessFeed() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
-        let h = try Harness(.postgres)
+        // One writer thread, so everything queued behind the blocked group
+        // lands in the next one.
+        let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
+            try PostgresServerStore(
+                conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
+                options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
+        }
+        let h = try Harness(oneWriter)
         let store = try #require(h.store as? PostgresServerStore)
         let blockerName = "blocker-\(UUID().uuidString.prefix(6))"
         let blockerToken = try await h.account(blockerName)
