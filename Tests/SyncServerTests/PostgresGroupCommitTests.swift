@@ -98,4 +98,50 @@ import Testing
         #expect(try remembered.int64(0, 0) == 2, "the 409 push left no answers behind")
         await h.close()
     }
+
+    @Test func aPushWhoseWriteFailsInsideAGroupFailsAloneInItsOwnSavepoint() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
+            try PostgresServerStore(
+                conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
+                options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
+        }
+        let h = try Harness(oneWriter)
+        let store = try #require(h.store as? PostgresServerStore)
+        let blockerToken = try await h.account("blocker")
+        let erin = try await h.account("erin")
+        let blocker = try #require(try await store.account(named: "blocker")).id
+        let holder = try PostgresConnection(conninfo: store.conninfo)
+        // A row the database refuses: this push's write fails in PostgreSQL
+        // itself, which sends the whole group down the isolated path.
+        try holder.executeScript(
+            """
+            CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS
+                $$ BEGIN RAISE EXCEPTION 'poisoned row'; END $$;
+            CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON entities
+                FOR EACH ROW WHEN (NEW.name = 'poison.md') EXECUTE FUNCTION refuse_poison();
+            """)
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
+        let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
+        try await Task.sleep(for: .milliseconds(300))
+        let tasks = try await Self.launch([
+            { try await h.pushRaw([Make.note()], token: erin) },
+            { try await h.pushRaw([Make.note(title: "poison.md")], token: erin) },
+            { try await h.pushRaw([Make.note()], token: erin) },
+        ])
+        try holder.execute("COMMIT")
+        #expect(try await first.value.status == 200)
+        var replies: [Reply] = []
+        for task in tasks { replies.append(try await task.value) }
+        #expect(replies.map(\.status) == [200, 500, 200])
+        let versions = try replies.filter { $0.status == 200 }.map {
+            try $0.decode(PushResponse.self).results.map(\.appliedVersion)
+        }
+        #expect(versions == [[1], [2]])
+        #expect(try await h.drain(token: erin).rows.map(\.version) == [1, 2])
+        // (Rows written in savepoints carry their subtransactions' ids, so
+        // xmin cannot show the common commit here as it does above.)
+        await h.close()
+    }
 }
