@@ -153,7 +153,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
 
     private func runGroup(_ arrived: [Job], _ connection: inout PostgresConnection?) {
         // Ascending account order (stable: a client's pushes keep their order).
-        let jobs = arrived.enumerated().sorted { ($0.element.account.rawValue, $0.offset) < ($1.element.account.rawValue, $1.offset) }
+        let jobs = arrived.enumerated()
+            .sorted { ($0.element.account.rawValue, $0.offset) < ($1.element.account.rawValue, $1.offset) }
             .map(\.element)
         var isolated = false
         var attempt = 0
