@@ -40,13 +40,20 @@ public final class PostgresConnection {
     deinit { PQfinish(handle) }
 
     /// True once the connection is lost; the owner should drop it and connect anew.
-    public var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+    public var isBroken: Bool { poisoned || PQstatus(handle) != CONNECTION_OK }
+    /// Set when the connection's protocol state is unknown (a pipeline broke
+    /// midway): it must not be used again.
+    private var poisoned = false
 
     /// True inside a transaction block (or a failed one).
     public var isInTransaction: Bool {
         let status = PQtransactionStatus(handle)
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
     }
+
+    /// True inside a transaction that an error aborted: only `ROLLBACK` (or
+    /// `ROLLBACK TO SAVEPOINT`) works until it ends.
+    public var isInFailedTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
 
     /// Runs one statement with `arguments` as its `$1, $2…` parameters and
     /// returns its rows in binary format.
@@ -57,69 +64,117 @@ public final class PostgresConnection {
 
     @discardableResult
     public func execute(_ sql: String, arguments: [PostgresValue]) throws(PostgresError) -> PostgresResult {
-        var types: [UInt32] = []
-        var formats: [Int32] = []
-        var lengths: [Int32] = []
-        var buffers: [UnsafeMutablePointer<CChar>?] = []
-        defer { buffers.forEach { $0?.deallocate() } }
-        func copy(_ bytes: some Collection<UInt8>) -> UnsafeMutablePointer<CChar> {
-            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
-            var index = 0
-            for byte in bytes {
-                buffer[index] = CChar(bitPattern: byte)
-                index += 1
-            }
-            return buffer
-        }
-        for argument in arguments {
-            switch argument {
-            case .null:
-                types.append(0)
-                formats.append(0)
-                lengths.append(0)
-                buffers.append(nil)
-            case .text(let text):
-                let utf8 = Array(text.utf8) + [0]
-                types.append(0)
-                formats.append(0)
-                lengths.append(Int32(utf8.count - 1))
-                buffers.append(copy(utf8))
-            case .int(let value):
-                let utf8 = Array(String(value).utf8) + [0]
-                types.append(20)
-                formats.append(0)
-                lengths.append(Int32(utf8.count - 1))
-                buffers.append(copy(utf8))
-            case .bool(let value):
-                types.append(16)
-                formats.append(0)
-                lengths.append(1)
-                buffers.append(copy(value ? [UInt8(ascii: "t"), 0] : [UInt8(ascii: "f"), 0]))
-            case .bytes(let data):
-                types.append(17)
-                formats.append(1)
-                lengths.append(Int32(data.count))
-                buffers.append(copy(data))
-            }
-        }
-        var name = prepared[sql]
-        if name == nil && prepared.count < Self.preparedStatementsMax {
-            let fresh = "notesfs_\(prepared.count)"
-            _ = try check(PQprepare(handle, fresh, sql, Int32(arguments.count), types), sql: sql)
-            prepared[sql] = fresh
-            name = fresh
-        }
-        let result: OpaquePointer? = buffers.withUnsafeBufferPointer { values in
-            values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-                if let name {
-                    PQexecPrepared(handle, name, Int32(arguments.count), values.baseAddress, lengths, formats, 1)
-                } else {
-                    PQexecParams(
-                        handle, sql, Int32(arguments.count), types, values.baseAddress, lengths, formats, 1)
-                }
+        let parameters = Parameters(arguments)
+        defer { parameters.deallocate() }
+        let name = try preparedName(sql, parameters)
+        let result: OpaquePointer? = parameters.withValues { values in
+            if let name {
+                PQexecPrepared(handle, name, parameters.count, values, parameters.lengths, parameters.formats, 1)
+            } else {
+                PQexecParams(
+                    handle, sql, parameters.count, parameters.types, values, parameters.lengths, parameters.formats, 1)
             }
         }
         return try check(result, sql: sql)
+    }
+
+    /// One statement of a `pipeline`.
+    public struct Statement: Sendable {
+        public var sql: String
+        public var arguments: [PostgresValue]
+
+        public init(_ sql: String, _ arguments: [PostgresValue] = []) {
+            self.sql = sql
+            self.arguments = arguments
+        }
+    }
+
+    /// Parameter values never read above this many bytes in one pipeline:
+    /// larger ones go statement by statement, because a blocking connection
+    /// that sends much while the server answers much can stall both sides.
+    public static let pipelineArgumentBytesMax = 256 * 1024
+
+    /// Runs `statements` in order in one round trip (libpq pipeline mode) and
+    /// returns their results. Each statement starts after the previous one
+    /// finished, so under READ COMMITTED each still takes its own snapshot.
+    /// The first error is thrown once the pipeline is drained; statements
+    /// after it did not run. Inside a transaction block an error leaves the
+    /// transaction aborted, as with `execute`.
+    public func pipeline(_ statements: [Statement]) throws(PostgresError) -> [PostgresResult] {
+        let argumentBytes = statements.reduce(0) { $0 + Parameters.size($1.arguments) }
+        if statements.count < 2 || argumentBytes > Self.pipelineArgumentBytesMax {
+            var results: [PostgresResult] = []
+            for statement in statements { results.append(try execute(statement.sql, arguments: statement.arguments)) }
+            return results
+        }
+        let all = statements.map { Parameters($0.arguments) }
+        defer { all.forEach { $0.deallocate() } }
+        // Prepared (once per connection) before the pipeline starts.
+        var names: [String?] = []
+        for (statement, parameters) in zip(statements, all) { names.append(try preparedName(statement.sql, parameters)) }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(.connection, message: Self.message(PQerrorMessage(handle)))
+        }
+        for index in statements.indices {
+            let parameters = all[index]
+            let sent: Int32 = parameters.withValues { values in
+                if let name = names[index] {
+                    PQsendQueryPrepared(
+                        handle, name, parameters.count, values, parameters.lengths, parameters.formats, 1)
+                } else {
+                    PQsendQueryParams(
+                        handle, statements[index].sql, parameters.count, parameters.types, values, parameters.lengths,
+                        parameters.formats, 1)
+                }
+            }
+            guard sent == 1 else { throw brokenPipeline(sql: statements[index].sql) }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw brokenPipeline(sql: nil) }
+        var results: [PostgresResult] = []
+        var firstError: PostgresError?
+        for statement in statements {
+            guard let result = PQgetResult(handle) else { throw brokenPipeline(sql: statement.sql) }
+            let status = PQresultStatus(result)
+            if status == PGRES_PIPELINE_ABORTED {
+                PQclear(result)
+            } else {
+                do {
+                    results.append(try check(result, sql: statement.sql))
+                } catch {
+                    if firstError == nil { firstError = error }
+                }
+            }
+            // Each statement's results end with a NULL.
+            if let extra = PQgetResult(handle) {
+                PQclear(extra)
+                throw brokenPipeline(sql: statement.sql)
+            }
+        }
+        guard let sync = PQgetResult(handle) else { throw brokenPipeline(sql: nil) }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else { throw brokenPipeline(sql: nil) }
+        if let firstError { throw firstError }
+        return results
+    }
+
+    /// A pipeline that went wrong midway cannot be resumed: the connection
+    /// is marked broken so the owner drops it (a transaction on it rolls back).
+    private func brokenPipeline(sql: String?) -> PostgresError {
+        let message = Self.message(PQerrorMessage(handle))
+        poisoned = true
+        return PostgresError(.connection, message: "pipeline failed: \(message)", sql: sql)
+    }
+
+    /// The name `sql` is prepared under on this connection, preparing it on
+    /// first use; nil once `preparedStatementsMax` statements are prepared.
+    private func preparedName(_ sql: String, _ parameters: Parameters) throws(PostgresError) -> String? {
+        if let name = prepared[sql] { return name }
+        guard prepared.count < Self.preparedStatementsMax else { return nil }
+        let fresh = "notesfs_\(prepared.count)"
+        _ = try check(PQprepare(handle, fresh, sql, parameters.count, parameters.types), sql: sql)
+        prepared[sql] = fresh
+        return fresh
     }
 
     /// Runs SQL text that takes no parameters, possibly several statements
@@ -239,3 +294,80 @@ public final class PostgresConnection {
 
 @available(*, unavailable)
 extension PostgresConnection: Sendable {}
+
+/// One statement's parameters in libpq's form: types, formats, lengths and
+/// buffers it owns until `deallocate`.
+private struct Parameters {
+    var types: [UInt32] = []
+    var formats: [Int32] = []
+    var lengths: [Int32] = []
+    var buffers: [UnsafeMutablePointer<CChar>?] = []
+    var count: Int32 { Int32(buffers.count) }
+
+    /// Bytes the values of `arguments` take on the wire, about.
+    static func size(_ arguments: [PostgresValue]) -> Int {
+        arguments.reduce(0) { total, argument in
+            switch argument {
+            case .null: total
+            case .text(let text): total + text.utf8.count
+            case .int, .bool: total + 20
+            case .bytes(let data): total + data.count
+            case .array(let array): total + array.encoded.count
+            }
+        }
+    }
+
+    init(_ arguments: [PostgresValue]) {
+        func copy(_ bytes: some Collection<UInt8>) -> UnsafeMutablePointer<CChar> {
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
+            buffer.withMemoryRebound(to: UInt8.self, capacity: max(1, bytes.count)) { bytesBuffer in
+                _ = UnsafeMutableBufferPointer(start: bytesBuffer, count: bytes.count).initialize(from: bytes)
+            }
+            return buffer
+        }
+        for argument in arguments {
+            switch argument {
+            case .null:
+                types.append(0)
+                formats.append(0)
+                lengths.append(0)
+                buffers.append(nil)
+            case .text(let text):
+                let utf8 = Array(text.utf8) + [0]
+                types.append(0)
+                formats.append(0)
+                lengths.append(Int32(utf8.count - 1))
+                buffers.append(copy(utf8))
+            case .int(let value):
+                let utf8 = Array(String(value).utf8) + [0]
+                types.append(20)
+                formats.append(0)
+                lengths.append(Int32(utf8.count - 1))
+                buffers.append(copy(utf8))
+            case .bool(let value):
+                types.append(16)
+                formats.append(0)
+                lengths.append(1)
+                buffers.append(copy(value ? [UInt8(ascii: "t"), 0] : [UInt8(ascii: "f"), 0]))
+            case .bytes(let data):
+                types.append(17)
+                formats.append(1)
+                lengths.append(Int32(data.count))
+                buffers.append(copy(data))
+            case .array(let array):
+                types.append(array.arrayType)
+                formats.append(1)
+                lengths.append(Int32(array.encoded.count))
+                buffers.append(copy(array.encoded))
+            }
+        }
+    }
+
+    func withValues<R>(_ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+        buffers.withUnsafeBufferPointer { values in
+            values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { body($0.baseAddress) }
+        }
+    }
+
+    func deallocate() { buffers.forEach { $0?.deallocate() } }
+}

@@ -3,9 +3,10 @@ import NotesModel
 import PostgresKit
 import SyncProtocol
 
-/// The PostgreSQL side of one push: statements on one pooled connection
-/// inside its transaction, in the lock order of DESIGN.md. Used on that
-/// connection's queue only, and never outlives the push.
+/// The PostgreSQL side of one push in an *isolated* group (see
+/// `PostgresGroupWriter`): statements on the writer's connection inside the
+/// push's own savepoint, in the lock order of DESIGN.md. Used on the writer
+/// thread only, and never outlives the push.
 final class PostgresPushTransaction: PushTransaction {
     let connection: PostgresConnection
     let account: AccountID
@@ -29,8 +30,8 @@ final class PostgresPushTransaction: PushTransaction {
         let rows = try connection.execute(
             """
             SELECT change_id, payload_hash, result, created_at FROM seen_changes
-            WHERE account_id = $1 AND change_id = ANY($2::uuid[])
-            """, account.rawValue, "{" + changeIds.map(\.description).joined(separator: ",") + "}")
+            WHERE account_id = $1 AND change_id = ANY($2)
+            """, account.rawValue, PostgresValue.array(.uuid(changeIds.map(\.uuid))))
         var records: [ChangeID: IdempotencyRecord] = [:]
         for row in 0..<rows.rowCount {
             let changeId = ChangeID(try rows.uuid(row, 0))

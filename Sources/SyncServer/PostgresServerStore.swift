@@ -7,19 +7,21 @@ import SyncProtocol
 /// The `ServerStore` for many users: PostgreSQL, shared by any number of
 /// `notesfs serve` processes.
 ///
-/// Locking, as on every backend (DESIGN.md "Server rules"): a push runs in a
-/// READ COMMITTED transaction that first takes the account row with
+/// Locking, as on every backend (DESIGN.md "Server rules"): pushes run in
+/// READ COMMITTED group transactions (`PostgresGroupWriter`: the pushes that
+/// queued while the previous group committed, one `COMMIT` for all) that
+/// first take the account rows in ascending account order with
 /// `SELECT … FOR UPDATE` (the counter lives there and stays locked until
-/// commit), then reads the idempotency rows, then locks the entity rows with
-/// one `SELECT … ORDER BY kind, id FOR UPDATE`. Pushes to one account are
-/// therefore serialised across every process, and a feed read — one statement,
-/// one snapshot holding the counter and the rows it stamped together — can
-/// never pass over a change still being written. Deadlocks and serialization
-/// failures roll the whole transaction back and it runs again (at most
-/// `transactionAttemptsMax` times); nothing of a failed attempt stays.
+/// commit), then per push read the idempotency rows, then lock the entity
+/// rows with one `SELECT … ORDER BY kind, id FOR UPDATE`. Pushes to one
+/// account are therefore serialised across every process, and a feed read —
+/// one statement, one snapshot holding the counter and the rows it stamped
+/// together — can never pass over a change still being written. Deadlocks
+/// and serialization failures roll the whole group back and it runs again (at
+/// most `transactionAttemptsMax` times); nothing of a failed attempt stays.
 ///
-/// A push that applied something queues a `pg_notify` after its commit
-/// (`PostgresNotifier` batches them), and a
+/// A group that applied something queues a `pg_notify` per account after its
+/// commit (`PostgresNotifier` batches them), and a
 /// listener in every process wakes that account's long polls
 /// (`onRemoteCommit`). `PostgreSQL` commits are durable before `COMMIT`
 /// returns (`synchronous_commit=on`, the default; do not turn it off).
@@ -31,10 +33,30 @@ public final class PostgresServerStore: ServerStore {
         /// Runs of one push transaction at most, after deadlocks or serialization failures.
         public var transactionAttemptsMax: Int
 
-        public init(pool: PostgresPool.Options = PostgresPool.Options(), listen: Bool = true, transactionAttemptsMax: Int = 8) {
+        /// Writer threads of the group commit, each with a connection of its
+        /// own besides the pool. Groups grow while a commit is in flight; a
+        /// second writer fills the wait for one group's round trips and
+        /// fsync with the next group (more measured no better on 2 cores).
+        public var groupWriters: Int
+        /// Pushes in one group transaction at most.
+        public var groupPushesMax: Int
+        /// How long a looked-up live token is reused without asking the
+        /// database (0: never). Revoking or adding a token notifies every
+        /// process, which drops that account's tokens at once; the limit
+        /// bounds how late a revocation takes effect only if notifications
+        /// are lost (the listener was disconnected).
+        public var tokenCacheSeconds: Double
+
+        public init(
+            pool: PostgresPool.Options = PostgresPool.Options(), listen: Bool = true, transactionAttemptsMax: Int = 8,
+            groupWriters: Int = 2, groupPushesMax: Int = 128, tokenCacheSeconds: Double = 1
+        ) {
             self.pool = pool
             self.listen = listen
             self.transactionAttemptsMax = transactionAttemptsMax
+            self.groupWriters = groupWriters
+            self.groupPushesMax = groupPushesMax
+            self.tokenCacheSeconds = tokenCacheSeconds
         }
     }
 
@@ -45,7 +67,20 @@ public final class PostgresServerStore: ServerStore {
         /// This store's random id: its own notifications are skipped (a local
         /// push wakes local polls directly).
         let instance = UUID().uuidString.lowercased()
+        /// Live tokens looked up lately: token id → record and when it expires.
+        let tokens = Mutex<[String: (record: TokenRecord, expires: ContinuousClock.Instant)]>([:])
         init(epoch: String) { self.epoch = Mutex(epoch) }
+
+        /// Forgets the cached tokens of `account`, or all of them.
+        func forgetTokens(of account: AccountID?) {
+            tokens.withLock { tokens in
+                if let account {
+                    tokens = tokens.filter { $0.value.record.account != account }
+                } else {
+                    tokens.removeAll()
+                }
+            }
+        }
     }
 
     public let conninfo: String
@@ -56,6 +91,7 @@ public final class PostgresServerStore: ServerStore {
     private let shared: Shared
     private let listener: PostgresListener?
     private let notifier: PostgresNotifier
+    private let writer: PostgresGroupWriter
     private let closed = Atomic<Bool>(false)
 
     /// Connects, migrates the schema (safe with several processes starting
@@ -77,6 +113,15 @@ public final class PostgresServerStore: ServerStore {
         shared = Shared(epoch: epoch)
         pool = PostgresPool(conninfo: conninfo, options: options.pool)
         notifier = PostgresNotifier(conninfo: conninfo, channel: channel)
+        writer = PostgresGroupWriter(
+            conninfo: conninfo, writers: options.groupWriters, groupPushesMax: options.groupPushesMax,
+            attemptsMax: options.transactionAttemptsMax
+        ) { [notifier, shared] accounts in
+            // After the commit, batched on the notifier's own connection: a
+            // NOTIFY inside the group would hold PostgreSQL's notify lock
+            // across the commit's WAL flush and serialise every group.
+            for account in accounts { notifier.notify("c:\(shared.instance):\(account.rawValue)") }
+        }
         if options.listen {
             do {
                 listener = try PostgresListener(conninfo: conninfo, channel: channel) { [shared] notification in
@@ -98,10 +143,16 @@ public final class PostgresServerStore: ServerStore {
     }
 
     private static func received(_ notification: PostgresConnection.Notification?, _ shared: Shared) {
-        guard let notification else { return }
+        guard let notification else {
+            // Reconnected: a token notification may have been missed.
+            shared.forgetTokens(of: nil)
+            return
+        }
         let parts = notification.payload.split(separator: ":", maxSplits: 2).map(String.init)
         if parts.count == 2, parts[0] == "e" {
             shared.epoch.withLock { $0 = parts[1] }
+        } else if parts.count == 2, parts[0] == "t", let raw = Int64(parts[1]) {
+            shared.forgetTokens(of: AccountID(raw))
         } else if parts.count == 3, parts[0] == "c", parts[1] != shared.instance, let raw = Int64(parts[2]) {
             shared.observer.withLock { $0 }?(AccountID(raw))
         }
@@ -169,7 +220,9 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func token(id: String) async throws -> TokenRecord? {
-        try await run { connection in
+        let now = ContinuousClock.now
+        if let cached = shared.tokens.withLock({ $0[id] }), cached.expires > now { return cached.record }
+        let record: TokenRecord? = try await run { connection in
             let rows = try connection.execute(
                 """
                 SELECT t.account_id, t.secret_hash, t.revoked_at IS NOT NULL OR a.revoked_at IS NOT NULL
@@ -180,29 +233,29 @@ public final class PostgresServerStore: ServerStore {
                 tokenID: id, account: AccountID(try rows.int64(0, 0)), secretHash: Array(try rows.data(0, 1)),
                 revoked: try rows.bool(0, 2))
         }
+        // Only live tokens are kept: a revoked or unknown one is asked again
+        // each time, so a token added anywhere works at once.
+        if let record, !record.revoked, options.tokenCacheSeconds > 0, options.listen {
+            let expires = now + .milliseconds(Int64(options.tokenCacheSeconds * 1_000))
+            shared.tokens.withLock { tokens in
+                // Bounded: a full cache starts over rather than grow.
+                if tokens.count >= Self.tokenCacheEntriesMax { tokens.removeAll() }
+                tokens[id] = (record, expires)
+            }
+        }
+        return record
     }
 
+    /// Cached tokens at most.
+    static let tokenCacheEntriesMax = 100_000
+
+    /// Queues the push for the next group transaction (`PostgresGroupWriter`)
+    /// and returns once that group's `COMMIT` returned.
     public func push<Result: Sendable>(
         account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result {
-        let (result, applied) = try await run { [self] connection in
-            var applied = false
-            let result = try retrying(connection) {
-                let transaction = PostgresPushTransaction(connection: connection, account: account)
-                let result = try body(transaction)
-                try transaction.flush()
-                applied = transaction.counterChanged
-                return result
-            }
-            return (result, applied)
-        }
-        if applied {
-            // After the commit, batched on the notifier's own connection: a
-            // NOTIFY inside the push would hold PostgreSQL's notify lock
-            // across the commit's WAL flush and serialise every push.
-            notifier.notify("c:\(shared.instance):\(account.rawValue)")
-        }
-        return result
+        guard !closed.load(ordering: .acquiring) else { throw ServerStoreError.unavailable("the store is closed") }
+        return try await writer.push(account: account, body)
     }
 
     public func changes(account: AccountID, after: Int64, rowsMax: Int, bytesMax: Int) async throws -> FeedRead {
@@ -361,22 +414,29 @@ public final class PostgresServerStore: ServerStore {
                     "INSERT INTO tokens(account_id, token_id, secret_hash, created_at) VALUES ($1, $2, $3, $4)",
                     account.rawValue, tokenID, secretHash, SQLiteServerStore.milliseconds(date))
                 try connection.execute("UPDATE accounts SET revoked_at = NULL WHERE account_id = $1", account.rawValue)
+                // Delivered at commit: every process drops the account's cached tokens.
+                try connection.execute("SELECT pg_notify($1, $2)", channel, "t:\(account.rawValue)")
             }
         }
+        shared.forgetTokens(of: account)
     }
 
     public func revokeAccount(name: String, at date: Date) async throws {
-        try await run { [self] connection in
+        let account = try await run { [self] connection in
             try retrying(connection) {
                 let now = SQLiteServerStore.milliseconds(date)
                 let rows = try connection.execute(
                     "UPDATE accounts SET revoked_at = $1 WHERE name = $2 RETURNING account_id", now, name)
                 guard rows.rowCount == 1 else { throw ServerStoreError.noSuchAccount(name) }
+                let account = try rows.int64(0, 0)
                 try connection.execute(
-                    "UPDATE tokens SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL", now,
-                    try rows.int64(0, 0))
+                    "UPDATE tokens SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL", now, account)
+                // Delivered at commit: every process drops the account's cached tokens.
+                try connection.execute("SELECT pg_notify($1, $2)", channel, "t:\(account)")
+                return account
             }
         }
+        shared.forgetTokens(of: AccountID(account))
     }
 
     public func accounts() async throws -> [AccountSummary] {
@@ -433,6 +493,7 @@ public final class PostgresServerStore: ServerStore {
     public func close() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         listener?.stop()
+        writer.stop()
         notifier.stop()
         pool.close()
     }

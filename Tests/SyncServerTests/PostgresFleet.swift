@@ -46,7 +46,7 @@ final class PostgresFleet: Sendable {
         }
         let port = try PostgresCluster.freePort()
         let backends = ports.enumerated().map { index, port in
-            "    server s\(index) 127.0.0.1:\(port) check inter 200ms fall 1 rise 2"
+            "    server s\(index) 127.0.0.1:\(port) check inter 200ms fall 3 rise 2"
         }.joined(separator: "\n")
         let configuration = """
             global

@@ -82,6 +82,26 @@ import TestSupport
         #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 99)
     }
 
+    @Test func aRevocationInOneProcessReachesAnotherProcessesTokenCacheAtOnce() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let conninfo = try PostgresTestCluster.conninfo(schema: "k_" + UUID().uuidString.prefix(8).lowercased())
+        let revoker = try PostgresServerStore(conninfo: conninfo)
+        // A cache long enough that only the notification can explain a prompt revocation.
+        let server = try PostgresServerStore(conninfo: conninfo, options: PostgresServerStore.Options(tokenCacheSeconds: 60))
+        let account = try await revoker.createAccount(name: "dora", at: Date())
+        try await revoker.addToken(account: account, tokenID: "tok1", secretHash: [1, 2, 3], at: Date())
+        #expect(try await server.token(id: "tok1")?.revoked == false)
+        try await revoker.revokeAccount(name: "dora", at: Date())
+        var revoked = false
+        for _ in 0..<40 where !revoked {
+            revoked = try await server.token(id: "tok1")?.revoked == true
+            if !revoked { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(revoked, "the other store still accepts a revoked token after 2 s")
+        await revoker.close()
+        await server.close()
+    }
+
     @Test func aDeadlockIsReportedAsARetryableTransactionFailure() async throws {
         guard let cluster = PostgresTestCluster.cluster() else { return }
         let database = cluster.conninfo()

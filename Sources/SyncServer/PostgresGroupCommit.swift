@@ -1,0 +1,641 @@
+import Foundation
+import NotesModel
+import PostgresKit
+import SyncProtocol
+
+/// Group commit for the PostgreSQL store: pushes queued while a group is
+/// being written run together in the next transaction, one durable `COMMIT`
+/// for all of them, on a writer thread with a connection of its own.
+///
+/// A group runs in READ COMMITTED, in DESIGN.md's lock order:
+/// 1. the account rows of every push, in ascending account order, in one
+///    `SELECT … ORDER BY account_id FOR UPDATE` (so groups in different
+///    processes never deadlock on accounts: each waits only for higher ids);
+/// 2. the idempotency rows of every push (one statement), then the entity
+///    rows of every push in (account, kind, id) order with `FOR UPDATE` (one
+///    statement). Which change ids and rows a push needs is learned by two dry
+///    runs of its body that stop at the lookup. An entity row is only ever
+///    locked by a holder of its account row, so entity locks never wait
+///    across transactions; each push still sees account row → idempotency →
+///    entities in (kind, id) order;
+/// 3. every push's rows, answers and counters in one statement (`unnest`
+///    arrays), then `COMMIT`.
+///
+/// Pushes keep their writes in memory until step 3, so a push whose body
+/// throws (a `change_id_reused` 409, a missing account) has sent nothing and
+/// is dropped alone; later pushes of the same account see the earlier
+/// pushes' rows, answers and counter through the group's overlay, exactly as
+/// if each had committed. A statement error the group cannot attribute
+/// (anything but a deadlock, serialization failure or lost connection) rolls
+/// the group back and runs it again in *isolated* mode: each push in its own
+/// `SAVEPOINT`, written at once, so one failing push rolls back alone. A
+/// deadlock or serialization failure reruns the whole group (nothing of it
+/// stayed; idempotency records are written in the same transaction, so
+/// nothing applies twice); a failed `COMMIT` fails every push of the group.
+///
+/// `@unchecked Sendable`: `pending`, `stopped` and `running` are guarded by
+/// `condition`; each writer thread owns its connection and group state.
+final class PostgresGroupWriter: @unchecked Sendable {
+    /// One queued push: `run` executes the body against a transaction and
+    /// keeps its result; `finish` answers the caller once the commit is known
+    /// (nil: committed), exactly once.
+    fileprivate struct Job {
+        let account: AccountID
+        let run: (any PushTransaction) -> (any Error)?
+        /// Replaces the kept result with a failure (its writes did not make it).
+        let failed: (any Error) -> Void
+        let finish: ((any Error)?) -> Void
+    }
+
+    /// Holds a job's result between `run` and `finish`; touched only on one writer thread.
+    private final class ResultBox<T> {
+        var result: Result<T, any Error> = .failure(ServerStoreError.failure("push did not run"))
+    }
+
+    /// Raised inside an optimistic group when a statement failed in a way
+    /// that cannot be pinned on one push: rerun the group isolated.
+    private struct NeedsIsolation: Error {
+        let cause: any Error
+    }
+
+    private let conninfo: String
+    private let condition = NSCondition()
+    private var pending: [Job] = []
+    private var stopped = false
+    private var running = 0
+    private let groupPushesMax: Int
+    private let attemptsMax: Int
+    private let onCommit: @Sendable ([AccountID]) -> Void
+
+    /// Starts `writers` threads (each with one connection, made on first
+    /// use). `onCommit` gets the accounts a committed group applied changes to.
+    init(
+        conninfo: String, writers: Int, groupPushesMax: Int, attemptsMax: Int,
+        onCommit: @escaping @Sendable ([AccountID]) -> Void
+    ) {
+        precondition(writers >= 1 && groupPushesMax >= 1 && attemptsMax >= 1, "group writer limits must be positive")
+        self.conninfo = conninfo
+        self.groupPushesMax = groupPushesMax
+        self.attemptsMax = attemptsMax
+        self.onCommit = onCommit
+        running = writers
+        for index in 0..<writers {
+            let thread = Thread { [self] in loop() }
+            thread.name = "notesfs.postgres.writer.\(index)"
+            thread.start()
+        }
+    }
+
+    /// Runs `body` for `account` in the next group's transaction and returns
+    /// its result once that group's `COMMIT` returned.
+    func push<T: Sendable>(
+        account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> T
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let box = ResultBox<T>()
+            let job = Job(
+                account: account,
+                run: { transaction in
+                    box.result = Result { try body(transaction) }
+                    if case .failure(let error) = box.result { return error }
+                    return nil
+                },
+                failed: { error in box.result = .failure(error) },
+                finish: { commitError in
+                    if let commitError {
+                        continuation.resume(throwing: commitError)
+                    } else {
+                        // Errors of the push body (the processor's own) pass through.
+                        continuation.resume(with: box.result.mapError { PostgresServerStore.storeError($0) })
+                    }
+                })
+            condition.lock()
+            guard !stopped else {
+                condition.unlock()
+                continuation.resume(throwing: ServerStoreError.unavailable("the store is closed"))
+                return
+            }
+            pending.append(job)
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    /// Runs the pushes already queued, then stops the threads. Later pushes fail.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        while running > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    private func loop() {
+        var connection: PostgresConnection?
+        while true {
+            condition.lock()
+            while pending.isEmpty && !stopped { condition.wait() }
+            if pending.isEmpty {
+                running -= 1
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let count = min(pending.count, groupPushesMax)
+            let group = Array(pending.prefix(count))
+            pending.removeFirst(count)
+            condition.unlock()
+            runGroup(group, &connection)
+        }
+    }
+
+    // MARK: One group
+
+    private func runGroup(_ arrived: [Job], _ connection: inout PostgresConnection?) {
+        // Ascending account order (stable: a client's pushes keep their order).
+        let jobs = arrived.enumerated()
+            .sorted { ($0.element.account.rawValue, $0.offset) < ($1.element.account.rawValue, $1.offset) }
+            .map(\.element)
+        var isolated = false
+        var attempt = 0
+        var reconnected = false
+        while true {
+            attempt += 1
+            var current: PostgresConnection?
+            do {
+                let open: PostgresConnection
+                if let connection {
+                    open = connection
+                } else {
+                    open = try PostgresConnection(conninfo: conninfo, applicationName: "notesfs-writer")
+                    connection = open
+                }
+                current = open
+                let applied = isolated ? try runIsolated(jobs, open) : try runOptimistic(jobs, open)
+                for job in jobs { job.finish(nil) }
+                if !applied.isEmpty { onCommit(applied) }
+                return
+            } catch let error as NeedsIsolation {
+                current?.rollbackQuietly()
+                if current?.isBroken == true { connection = nil }
+                guard !isolated else {
+                    return fail(jobs, PostgresServerStore.storeError(error.cause))
+                }
+                isolated = true
+                attempt -= 1
+            } catch {
+                current?.rollbackQuietly()
+                let postgres = error as? PostgresError
+                if postgres?.isRetryableTransaction == true && attempt < attemptsMax {
+                    usleep(UInt32.random(in: 1_000...(5_000 * UInt32(attempt))))
+                    continue
+                }
+                if current?.isBroken == true {
+                    connection = nil
+                    // Once more on a fresh connection: safe even if the lost
+                    // COMMIT went through (the rerun finds every change id
+                    // remembered and returns the first answers).
+                    if !reconnected {
+                        reconnected = true
+                        continue
+                    }
+                }
+                return fail(jobs, PostgresServerStore.storeError(error))
+            }
+        }
+    }
+
+    private func fail(_ jobs: [Job], _ error: any Error) {
+        for job in jobs { job.finish(error) }
+    }
+
+    /// The statement locking the account rows of `jobs` in ascending order
+    /// (ORDER BY runs below the row locking, so rows are locked in that order).
+    private static func lockAccountsStatement(_ jobs: [Job]) -> PostgresConnection.Statement {
+        let accounts = Array(Set(jobs.map(\.account.rawValue))).sorted()
+        return PostgresConnection.Statement(
+            """
+            SELECT account_id, counter FROM accounts WHERE account_id = ANY($1)
+            ORDER BY account_id FOR UPDATE
+            """, [.array(.int64(accounts))])
+    }
+
+    private static func counters(_ rows: PostgresResult) throws -> [AccountID: Int64] {
+        var counters: [AccountID: Int64] = [:]
+        for row in 0..<rows.rowCount {
+            counters[AccountID(try rows.int64(row, 0))] = try rows.int64(row, 1)
+        }
+        return counters
+    }
+
+    /// The fast path, two round trips for the whole group:
+    /// `BEGIN`, account locks, idempotency rows and entity locks in one
+    /// pipeline; the pushes in memory; the write statement and `COMMIT` in
+    /// a second. Returns the accounts that got new versions.
+    private func runOptimistic(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID] {
+        // A dry run of every body, stopped at its entity lookup, learns which
+        // change ids and entity rows it will ask for (all its rows, even of
+        // changes that turn out to be replays: locking a row of an account
+        // already locked costs little).
+        let probeGroup = PostgresGroupOverlay(counters: [:])
+        var asked: [(AccountID, [ChangeID])] = []
+        var wanted: [(AccountID, [EntityRef])] = []
+        for job in jobs {
+            let probe = PostgresGroupPushTransaction(
+                connection: connection, account: job.account, group: probeGroup, stage: .probe)
+            _ = job.run(probe)
+            asked.append((job.account, probe.askedChangeIds))
+            wanted.append((job.account, probe.askedRefs))
+        }
+        let overlay = PostgresGroupOverlay(counters: [:])
+        var statements = [PostgresConnection.Statement("BEGIN"), Self.lockAccountsStatement(jobs)]
+        let recordsStatement = overlay.prefetchRecordsStatement(asked)
+        let entitiesStatement = overlay.prefetchEntitiesStatement(wanted)
+        statements += [recordsStatement, entitiesStatement].compactMap { $0 }
+        let results: [PostgresResult]
+        do {
+            results = try connection.pipeline(statements)
+        } catch {
+            throw Self.isolatingUnlessRetryable(error)
+        }
+        overlay.counters = try Self.counters(results[1])
+        var next = 2
+        if recordsStatement != nil {
+            try overlay.readRecords(results[next])
+            next += 1
+        }
+        if entitiesStatement != nil { try overlay.readEntities(results[next]) }
+        for job in jobs {
+            let transaction = PostgresGroupPushTransaction(
+                connection: connection, account: job.account, group: overlay, stage: .run)
+            if let error = job.run(transaction) {
+                if let error = error as? PostgresError, error.isRetryableTransaction || error.isUnavailable {
+                    throw error
+                }
+                // A statement failed (the transaction is aborted) or a
+                // body error came with one: isolate the pushes.
+                if error is PostgresError || connection.isInFailedTransaction {
+                    throw NeedsIsolation(cause: error)
+                }
+                continue  // nothing of this push was sent: it is dropped alone
+            }
+            overlay.merge(transaction)
+        }
+        let write = overlay.writeStatement()
+        do {
+            _ = try connection.pipeline([write, PostgresConnection.Statement("COMMIT")].compactMap { $0 })
+        } catch {
+            // A failed COMMIT fails the group; a failed write means COMMIT
+            // did not run: isolate the pushes.
+            if error.sql == "COMMIT" { throw error }
+            throw Self.isolatingUnlessRetryable(error)
+        }
+        return overlay.appliedAccounts
+    }
+
+    /// `error` itself when rerunning the group as it is may work (deadlock,
+    /// serialization failure, lost connection), else a request to isolate.
+    private static func isolatingUnlessRetryable(_ error: PostgresError) -> any Error {
+        error.isRetryableTransaction || error.isUnavailable ? error : NeedsIsolation(cause: error)
+    }
+
+    /// Locks the account rows of `jobs` in ascending order and returns their counters.
+    private func lockAccounts(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID: Int64] {
+        let statement = Self.lockAccountsStatement(jobs)
+        return try Self.counters(try connection.execute(statement.sql, arguments: statement.arguments))
+    }
+
+    /// The careful path: each push in its own savepoint, written at once.
+    private func runIsolated(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID] {
+        try connection.execute("BEGIN")
+        _ = try lockAccounts(jobs, connection)
+        var applied = Set<AccountID>()
+        for job in jobs {
+            try connection.execute("SAVEPOINT notesfs_push")
+            let transaction = PostgresPushTransaction(connection: connection, account: job.account)
+            var error = job.run(transaction)
+            if error == nil {
+                do {
+                    try transaction.flush()
+                } catch let flushError {
+                    error = flushError
+                }
+            }
+            if let error {
+                if let error = error as? PostgresError, error.isRetryableTransaction || error.isUnavailable {
+                    throw error
+                }
+                if connection.isBroken { throw error }
+                job.failed(error)
+                try connection.execute("ROLLBACK TO SAVEPOINT notesfs_push")
+            } else if transaction.counterChanged {
+                applied.insert(job.account)
+            }
+            try connection.execute("RELEASE SAVEPOINT notesfs_push")
+        }
+        try connection.execute("COMMIT")
+        return applied.sorted { $0.rawValue < $1.rawValue }
+    }
+}
+
+/// What the pushes of one optimistic group wrote so far, in memory until the
+/// group's single write statement: later pushes of an account read it instead
+/// of the database. Used on one writer thread only.
+final class PostgresGroupOverlay {
+    /// Counters of the locked accounts, as the pushes so far left them.
+    var counters: [AccountID: Int64]
+    var entities: [AccountID: [EntityRef: StoredEntity]] = [:]
+    var records: [AccountID: [ChangeID: IdempotencyRecord]] = [:]
+    /// Writes in order, for the write statement (later rows of a ref win).
+    private var writeOrder: [(AccountID, EntityRef)] = []
+    private var recordRows: [(AccountID, IdempotencyRecord)] = []
+    private var changedCounters = Set<AccountID>()
+    /// Answers read before the pushes ran, and the change ids asked for (an
+    /// id asked for and absent here was not in the database).
+    var prefetchedRecords: [AccountID: [ChangeID: IdempotencyRecord]] = [:]
+    var checkedChangeIds: [AccountID: Set<ChangeID>] = [:]
+    /// Entity rows locked before the pushes ran, and the refs asked for.
+    var prefetchedEntities: [AccountID: [EntityRef: StoredEntity]] = [:]
+    var checkedRefs: [AccountID: Set<EntityRef>] = [:]
+
+    init(counters: [AccountID: Int64]) { self.counters = counters }
+
+    /// The accounts whose counter moved, ascending.
+    var appliedAccounts: [AccountID] { changedCounters.sorted { $0.rawValue < $1.rawValue } }
+
+    /// The statement reading the remembered answers of every `(account,
+    /// change id)` asked for; nil when none was.
+    func prefetchRecordsStatement(_ asked: [(AccountID, [ChangeID])]) -> PostgresConnection.Statement? {
+        var accounts: [Int64] = []
+        var changeIds: [UUID?] = []
+        for (account, ids) in asked {
+            for id in ids where checkedChangeIds[account, default: []].insert(id).inserted {
+                accounts.append(account.rawValue)
+                changeIds.append(id.uuid)
+            }
+        }
+        guard !accounts.isEmpty else { return nil }
+        return PostgresConnection.Statement(
+            """
+            SELECT s.account_id, s.change_id, s.payload_hash, s.result, s.created_at
+            FROM unnest($1::int8[], $2::uuid[]) AS r(account_id, change_id)
+            JOIN seen_changes s ON s.account_id = r.account_id AND s.change_id = r.change_id
+            """, [.array(.int64(accounts)), .array(.uuid(changeIds))])
+    }
+
+    func readRecords(_ rows: PostgresResult) throws {
+        for row in 0..<rows.rowCount {
+            let changeId = ChangeID(try rows.uuid(row, 1))
+            prefetchedRecords[AccountID(try rows.int64(row, 0)), default: [:]][changeId] = IdempotencyRecord(
+                changeId: changeId, payloadHash: Array(try rows.data(row, 2)), result: try rows.data(row, 3),
+                createdAt: SQLiteServerStore.date(milliseconds: try rows.int64(row, 4)))
+        }
+    }
+
+    /// The statement locking the entity rows every push asked for, in
+    /// (account, kind, id) order: each account's rows in (kind, id) order,
+    /// all after every account row (DESIGN.md's lock order for each push).
+    /// Nil when no push asked for any.
+    func prefetchEntitiesStatement(_ wanted: [(AccountID, [EntityRef])]) -> PostgresConnection.Statement? {
+        var accounts: [Int64] = []
+        var kinds: [String] = []
+        var ids: [UUID?] = []
+        for (account, refs) in wanted {
+            for ref in refs where checkedRefs[account, default: []].insert(ref).inserted {
+                accounts.append(account.rawValue)
+                kinds.append(ref.kind.rawValue)
+                ids.append(ref.id)
+            }
+        }
+        guard !accounts.isEmpty else { return nil }
+        return PostgresConnection.Statement(
+            """
+            SELECT e.account_id, \(PostgresServerStore.entityColumns)
+            FROM unnest($1::int8[], $2::text[], $3::uuid[]) AS r(account_id, kind, id)
+            JOIN entities e ON e.account_id = r.account_id AND e.kind = r.kind AND e.id = r.id
+            ORDER BY e.account_id, e.kind, e.id
+            FOR UPDATE OF e
+            """, [.array(.int64(accounts)), .array(.text(kinds)), .array(.uuid(ids))])
+    }
+
+    func readEntities(_ rows: PostgresResult) throws {
+        for row in 0..<rows.rowCount {
+            let entity = try PostgresServerStore.entity(rows, row, from: 1)
+            prefetchedEntities[AccountID(try rows.int64(row, 0)), default: [:]][entity.ref] = entity
+        }
+    }
+
+    /// Takes in a push that returned without error.
+    func merge(_ push: PostgresGroupPushTransaction) {
+        let account = push.account
+        for entity in push.writes {
+            if entities[account, default: [:]].updateValue(entity, forKey: entity.ref) == nil {
+                writeOrder.append((account, entity.ref))
+            }
+        }
+        for record in push.records {
+            records[account, default: [:]][record.changeId] = record
+            recordRows.append((account, record))
+        }
+        if let counter = push.newCounter {
+            counters[account] = counter
+            changedCounters.insert(account)
+        }
+    }
+
+    /// The one statement sending every row, answer and counter of the group;
+    /// its text is fixed (columns travel as arrays), so it is prepared once.
+    func writeStatement() -> PostgresConnection.Statement? {
+        guard !writeOrder.isEmpty || !recordRows.isEmpty || !changedCounters.isEmpty else { return nil }
+        var rows: [(account: Int64, entity: StoredEntity)] = []
+        for (account, ref) in writeOrder {
+            if let entity = entities[account]?[ref] { rows.append((account.rawValue, entity)) }
+        }
+        var counterAccounts: [Int64] = []
+        var counterValues: [Int64] = []
+        for account in appliedAccounts {
+            if let counter = counters[account] {
+                counterAccounts.append(account.rawValue)
+                counterValues.append(counter)
+            }
+        }
+        let entityColumns: [PostgresValue] = [
+            .array(.int64(rows.map(\.account))),
+            .array(.text(rows.map(\.entity.ref.kind.rawValue))),
+            .array(.uuid(rows.map(\.entity.ref.id))),
+            .array(.int64(rows.map(\.entity.version))),
+            .array(.uuid(rows.map(\.entity.changeId.uuid))),
+            .array(.bool(rows.map(\.entity.deleted))),
+            .array(.text(rows.map(\.entity.name))),
+            .array(.bytes(rows.map(\.entity.body))),
+            .array(.uuid(rows.map(\.entity.parentId))),
+            .array(.int64(rows.map { SQLiteServerStore.milliseconds($0.entity.updatedAt) })),
+        ]
+        let recordColumns: [PostgresValue] = [
+            .array(.int64(recordRows.map(\.0.rawValue))),
+            .array(.uuid(recordRows.map(\.1.changeId.uuid))),
+            .array(.bytes(recordRows.map { Data($0.1.payloadHash) })),
+            .array(.bytes(recordRows.map(\.1.result))),
+            .array(.int64(recordRows.map { SQLiteServerStore.milliseconds($0.1.createdAt) })),
+        ]
+        let counterColumns: [PostgresValue] = [.array(.int64(counterAccounts)), .array(.int64(counterValues))]
+        return PostgresConnection.Statement(
+            """
+            WITH written AS (
+                INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at)
+                SELECT * FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::int8[], $5::uuid[], $6::bool[],
+                    $7::text[], $8::bytea[], $9::uuid[], $10::int8[])
+                ON CONFLICT (account_id, kind, id) DO UPDATE SET
+                    version = excluded.version, change_id = excluded.change_id, deleted = excluded.deleted,
+                    name = excluded.name, body = excluded.body, parent_id = excluded.parent_id,
+                    updated_at = excluded.updated_at),
+            remembered AS (
+                INSERT INTO seen_changes(account_id, change_id, payload_hash, result, created_at)
+                SELECT * FROM unnest($11::int8[], $12::uuid[], $13::bytea[], $14::bytea[], $15::int8[]))
+            UPDATE accounts a SET counter = c.counter
+            FROM unnest($16::int8[], $17::int8[]) AS c(account_id, counter)
+            WHERE a.account_id = c.account_id
+            """,
+            entityColumns + recordColumns + counterColumns)
+    }
+}
+
+/// One push inside an optimistic group: reads see the database under the
+/// group's locks plus what earlier pushes of the group wrote (the overlay);
+/// writes stay in memory until the group's write statement. Used on one
+/// writer thread only, and never outlives its push.
+final class PostgresGroupPushTransaction: PushTransaction {
+    /// A dry run stops at a lookup and only notes what was asked; `run` is the real one.
+    enum Stage {
+        /// Notes the change ids asked for (answering "none seen") and the
+        /// entity rows asked for, and stops there.
+        case probe
+        case run
+    }
+
+    /// Thrown by a dry run where it stops; never leaves the group writer.
+    struct ProbeStop: Error {}
+
+    let connection: PostgresConnection
+    let account: AccountID
+    private let group: PostgresGroupOverlay
+    private let stage: Stage
+    private(set) var writes: [StoredEntity] = []
+    private(set) var records: [IdempotencyRecord] = []
+    private(set) var newCounter: Int64?
+    private(set) var askedChangeIds: [ChangeID] = []
+    private(set) var askedRefs: [EntityRef] = []
+
+    init(connection: PostgresConnection, account: AccountID, group: PostgresGroupOverlay, stage: Stage) {
+        self.connection = connection
+        self.account = account
+        self.group = group
+        self.stage = stage
+    }
+
+    func lockAccount() throws -> Int64 {
+        // The group locked every account row before any push ran; a dry
+        // run stops before the counter matters.
+        if stage == .probe { return 0 }
+        guard let counter = group.counters[account] else {
+            throw ServerStoreError.failure("account \(account) does not exist")
+        }
+        return counter
+    }
+
+    func idempotencyRecords(_ changeIds: [ChangeID]) throws -> [ChangeID: IdempotencyRecord] {
+        if stage == .probe {
+            askedChangeIds = changeIds
+            return [:]
+        }
+        // Answered earlier in this group, else read before the pushes ran.
+        let known = group.records[account] ?? [:]
+        let prefetched = group.prefetchedRecords[account] ?? [:]
+        let checked = group.checkedChangeIds[account] ?? []
+        var records: [ChangeID: IdempotencyRecord] = [:]
+        var unknown: [UUID?] = []
+        for changeId in changeIds {
+            if let record = known[changeId] ?? prefetched[changeId] {
+                records[changeId] = record
+            } else if !checked.contains(changeId) {
+                unknown.append(changeId.uuid)
+            }
+        }
+        guard !unknown.isEmpty else { return records }
+        let rows = try connection.execute(
+            """
+            SELECT change_id, payload_hash, result, created_at FROM seen_changes
+            WHERE account_id = $1 AND change_id = ANY($2)
+            """, account.rawValue, PostgresValue.array(.uuid(unknown)))
+        for row in 0..<rows.rowCount {
+            let changeId = ChangeID(try rows.uuid(row, 0))
+            records[changeId] = IdempotencyRecord(
+                changeId: changeId, payloadHash: Array(try rows.data(row, 1)), result: try rows.data(row, 2),
+                createdAt: SQLiteServerStore.date(milliseconds: try rows.int64(row, 3)))
+        }
+        return records
+    }
+
+    func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity] {
+        if stage == .probe {
+            askedRefs = refs
+            throw ProbeStop()
+        }
+        let known = group.entities[account] ?? [:]
+        let prefetched = group.prefetchedEntities[account] ?? [:]
+        let checked = group.checkedRefs[account] ?? []
+        var entities: [EntityRef: StoredEntity] = [:]
+        // Rows an earlier push of the group wrote are locked (or, if new,
+        // covered by the account lock) already, and so are prefetched rows;
+        // a row written earlier in the group is newer than its prefetched copy.
+        let unknown = refs.filter { ref in
+            if let entity = known[ref] ?? prefetched[ref] {
+                entities[ref] = entity
+                return false
+            }
+            return !checked.contains(ref)
+        }
+        guard !unknown.isEmpty else { return entities }
+        // Rows are locked in the sort's order: (kind, id), as on every backend.
+        let rows = try connection.execute(
+            """
+            SELECT \(PostgresServerStore.entityColumns)
+            FROM entities e JOIN unnest($2::text[], $3::uuid[]) AS r(kind, id) ON e.kind = r.kind AND e.id = r.id
+            WHERE e.account_id = $1
+            ORDER BY e.kind, e.id
+            FOR UPDATE OF e
+            """, account.rawValue, PostgresValue.array(.text(unknown.map(\.kind.rawValue))),
+            PostgresValue.array(.uuid(unknown.map(\.id))))
+        for row in 0..<rows.rowCount {
+            let entity = try PostgresServerStore.entity(rows, row, from: 0)
+            entities[entity.ref] = entity
+        }
+        return entities
+    }
+
+    func entity(_ ref: EntityRef) throws -> StoredEntity? {
+        if let entity = writes.last(where: { $0.ref == ref }) ?? group.entities[account]?[ref]
+            ?? group.prefetchedEntities[account]?[ref]
+        {
+            return entity
+        }
+        let rows = try connection.execute(
+            """
+            SELECT \(PostgresServerStore.entityColumns) FROM entities e
+            WHERE e.account_id = $1 AND e.kind = $2 AND e.id = $3::uuid
+            """, account.rawValue, ref.kind.rawValue, ref.id.uuidString.lowercased())
+        return rows.rowCount == 0 ? nil : try PostgresServerStore.entity(rows, 0, from: 0)
+    }
+
+    func write(_ entity: StoredEntity) throws {
+        writes.append(entity)
+    }
+
+    func remember(_ record: IdempotencyRecord) throws {
+        records.append(record)
+    }
+
+    func setCounter(_ counter: Int64) throws {
+        newCounter = counter
+    }
+}

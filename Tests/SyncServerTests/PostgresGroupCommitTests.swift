@@ -1,0 +1,147 @@
+import Foundation
+import NotesModel
+import PostgresKit
+import SyncProtocol
+import SyncServer
+import Testing
+
+/// The PostgreSQL store's group commit: pushes queued while a group runs go
+/// into the next group's one transaction, and still succeed or fail alone.
+@Suite(.serialized) struct PostgresGroupCommitTests {
+    /// Pushes started in this order, each a little after the previous one so
+    /// they queue in that order.
+    private static func launch(
+        _ pushes: [@Sendable () async throws -> Reply]
+    ) async throws -> [Task<Reply, any Error>] {
+        var tasks: [Task<Reply, any Error>] = []
+        for push in pushes {
+            tasks.append(Task { try await push() })
+            try await Task.sleep(for: .milliseconds(60))
+        }
+        return tasks
+    }
+
+    @Test func aGroupWhereOnePushFailsAppliesTheOthersExactlyOnceWithAGaplessFeed() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        // One writer thread, so everything queued behind the blocked group
+        // lands in the next one.
+        let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
+            try PostgresServerStore(
+                conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
+                options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
+        }
+        let h = try Harness(oneWriter)
+        let store = try #require(h.store as? PostgresServerStore)
+        let blockerName = "blocker-\(UUID().uuidString.prefix(6))"
+        let blockerToken = try await h.account(blockerName)
+        let bob = try await h.account("bob")
+        let carol = try await h.account("carol")
+        let blocker = try #require(try await store.account(named: blockerName)).id
+        let bobID = try #require(try await store.account(named: "bob")).id
+        let carolID = try #require(try await store.account(named: "carol")).id
+
+        // Hold the blocker's account row so the writer's first group waits on
+        // it; everything pushed meanwhile queues for the next group.
+        let holder = try PostgresConnection(conninfo: store.conninfo)
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
+        let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
+        try await Task.sleep(for: .milliseconds(300))
+
+        let note = NoteID()
+        let create = Make.note(note, body: "one\n")
+        var altered = create
+        altered.note?.title = "other.md"
+        let reused = altered
+        let stray = NoteID()
+        let longTitle = String(repeating: "t", count: ProtocolLimits.standard.nameBytesMax + 1)
+        let tasks = try await Self.launch([
+            { try await h.pushRaw([create], token: bob) },  // applied at 1
+            { try await h.pushRaw([Make.note(stray), reused], token: bob) },  // 409: nothing of it stays
+            { try await h.pushRaw([create], token: bob) },  // the first answer again
+            { try await h.pushRaw([Make.note(note, body: "two\n", base: 1)], token: bob) },  // sees version 1: applied at 2
+            { try await h.pushRaw([Make.note(), Make.note()], token: carol) },  // 1, 2
+            { try await h.pushRaw([Make.note(title: longTitle), Make.note()], token: carol) },  // refused, 3
+            { try await h.pushRaw([Make.note(NoteID(), base: 7)], token: carol) },  // conflict
+        ])
+        try holder.execute("COMMIT")
+        #expect(try await first.value.status == 200)
+        var replies: [Reply] = []
+        for task in tasks { replies.append(try await task.value) }
+
+        #expect(replies.map(\.status) == [200, 409, 200, 200, 200, 200, 200])
+        #expect(replies[1].errorCode == "change_id_reused")
+        #expect(replies[2].pushResultBytes == replies[0].pushResultBytes, "a repeated change id gets its first answer")
+        let results = try replies.filter { $0.status == 200 }.map { try $0.decode(PushResponse.self).results }
+        #expect(results[0].map(\.appliedVersion) == [1])
+        #expect(results[2].map(\.appliedVersion) == [2])
+        #expect(results[3].map(\.appliedVersion) == [1, 2])
+        #expect(results[4].map(\.refusalReason) == [.nameTooLong, nil])
+        #expect(results[4].map(\.appliedVersion) == [nil, 3])
+        #expect(results[5].first?.conflictCurrent != nil)
+
+        // Gapless feeds holding exactly what was acknowledged.
+        let bobRows = try await h.drain(token: bob).rows
+        #expect(bobRows.map(\.version) == [2])
+        #expect(bobRows.map(\.ref) == [create.ref])
+        let carolRows = try await h.drain(token: carol).rows
+        #expect(carolRows.map(\.version) == [1, 2, 3])
+
+        // All of it was one transaction: one group, one commit.
+        let admin = try PostgresConnection(conninfo: store.conninfo)
+        let transactions = try admin.execute(
+            "SELECT count(DISTINCT xmin::text) FROM entities WHERE account_id IN ($1, $2)", bobID.rawValue,
+            carolID.rawValue)
+        #expect(try transactions.int64(0, 0) == 1)
+        let remembered = try admin.execute(
+            "SELECT count(*) FROM seen_changes WHERE account_id = $1", bobID.rawValue)
+        #expect(try remembered.int64(0, 0) == 2, "the 409 push left no answers behind")
+        await h.close()
+    }
+
+    @Test func aPushWhoseWriteFailsInsideAGroupFailsAloneInItsOwnSavepoint() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
+            try PostgresServerStore(
+                conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
+                options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
+        }
+        let h = try Harness(oneWriter)
+        let store = try #require(h.store as? PostgresServerStore)
+        let blockerToken = try await h.account("blocker")
+        let erin = try await h.account("erin")
+        let blocker = try #require(try await store.account(named: "blocker")).id
+        let holder = try PostgresConnection(conninfo: store.conninfo)
+        // A row the database refuses: this push's write fails in PostgreSQL
+        // itself, which sends the whole group down the isolated path.
+        try holder.executeScript(
+            """
+            CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS
+                $$ BEGIN RAISE EXCEPTION 'poisoned row'; END $$;
+            CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON entities
+                FOR EACH ROW WHEN (NEW.name = 'poison.md') EXECUTE FUNCTION refuse_poison();
+            """)
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
+        let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
+        try await Task.sleep(for: .milliseconds(300))
+        let tasks = try await Self.launch([
+            { try await h.pushRaw([Make.note()], token: erin) },
+            { try await h.pushRaw([Make.note(title: "poison.md")], token: erin) },
+            { try await h.pushRaw([Make.note()], token: erin) },
+        ])
+        try holder.execute("COMMIT")
+        #expect(try await first.value.status == 200)
+        var replies: [Reply] = []
+        for task in tasks { replies.append(try await task.value) }
+        #expect(replies.map(\.status) == [200, 500, 200])
+        let versions = try replies.filter { $0.status == 200 }.map {
+            try $0.decode(PushResponse.self).results.map(\.appliedVersion)
+        }
+        #expect(versions == [[1], [2]])
+        #expect(try await h.drain(token: erin).rows.map(\.version) == [1, 2])
+        // (Rows written in savepoints carry their subtransactions' ids, so
+        // xmin cannot show the common commit here as it does above.)
+        await h.close()
+    }
+}
