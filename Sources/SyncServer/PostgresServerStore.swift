@@ -209,7 +209,7 @@ public final class PostgresServerStore: ServerStore {
                 let epoch = SQLiteServerSchema.makeEpoch()
                 try connection.execute("UPDATE server_meta SET value = $1 WHERE key = 'epoch'", epoch)
                 try connection.execute(
-                    "UPDATE accounts SET counter = GREATEST(counter + $1, $2)", ServerEpoch.minimumGap,
+                    "UPDATE accounts SET counter = CASE WHEN $2 > counter THEN $2 ELSE counter + $1 END", ServerEpoch.minimumGap,
                     ServerEpoch.clockFloor(now: now))
                 try connection.execute("SELECT pg_notify($1, $2)", channel, "e:\(epoch)")
                 return epoch

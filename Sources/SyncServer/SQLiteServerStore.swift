@@ -105,7 +105,7 @@ public final class SQLiteServerStore: ServerStore {
             let epoch = SQLiteServerSchema.makeEpoch()
             try connection.run("UPDATE server_meta SET value = ? WHERE key = 'epoch'", epoch)
             try connection.run(
-                "UPDATE accounts SET counter = MAX(counter + ?, ?)", ServerEpoch.minimumGap,
+                "UPDATE accounts SET counter = CASE WHEN ?2 > counter THEN ?2 ELSE counter + ?1 END", ServerEpoch.minimumGap,
                 ServerEpoch.clockFloor(now: now))
             return epoch
         }
