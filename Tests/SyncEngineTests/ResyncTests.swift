@@ -45,15 +45,7 @@ import Testing
         try await world.syncToQuiet([a, b])
 
         // The server is replaced by the older copy and given a new epoch.
-        let restored = try SQLiteServerStore(path: backup)
-        _ = try await restored.newEpoch(now: Date())
-        let server = SyncServer(store: restored)
-        let devices = try [a, b].map { device in
-            let transport = InProcessTransport(server: server, token: world.token)
-            return SyncWorld.Device(
-                store: device.store, transport: transport,
-                engine: try SyncEngine(store: device.store, transport: transport))
-        }
+        let (server, devices) = try await restore(world, from: backup, devices: [a, b])
         try await world.syncToQuiet(devices)
         for device in devices {
             #expect(try text(device.store, "old.md") == "old\nedited later\n")
