@@ -36,27 +36,44 @@ extension NotesStore {
         let expression = Self.ftsExpression(for: query)
         guard !expression.isEmpty else { return [] }
         if try searchIndexIsStale() { try flushSearchIndex() }
+        let snippets = SearchSnippet(query: query)
         return try read { db in
-            // rank MATCH makes SQLite rank inside FTS5 and build snippets only
-            // for the rows returned. A query matching thousands of notes is
-            // ranked newest first instead: scoring them all costs tens of ms.
+            // rank MATCH makes SQLite rank inside FTS5, so only the rows
+            // returned are read. A query matching thousands of notes is ranked
+            // newest first instead: scoring them all costs tens of ms.
+            // Snippets are built here, reading each body once up to its first
+            // hit: SQLite's snippet() tokenized every returned body twice and
+            // was nine tenths of a search's time (docs/bench.md).
             let broad =
                 try db.queryOne(
                     "SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT 1 OFFSET ?", expression,
                     Self.broadQueryMatches) { _ in true } ?? false
             let order = broad ? "notes_fts.rowid DESC" : "notes_fts.rank"
+            // The note's shown name comes with it; folder paths are looked up
+            // once per search (a few dozen folders, thousands of notes).
             let rows = try db.query(
                 """
-                SELECT n.id, n.title, snippet(notes_fts, 1, '[', ']', '…', 12)
+                SELECT n.id, n.title, n.body, nm.parent_key, nm.name
                 FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid
+                LEFT JOIN names nm ON nm.entry_kind = 'note' AND nm.entry_id = n.id
                 WHERE notes_fts MATCH ? AND notes_fts.rank MATCH 'bm25(5.0, 1.0)' AND n.deleted = 0
                 ORDER BY \(order) LIMIT ?
                 """, expression, limit
-            ) { ($0.string(0), $0.string(1), $0.string(2)) }
-            return try rows.compactMap { idText, title, snippet in
-                guard let id = NoteID(idText) else { return nil }
-                return SearchHit(noteID: id, title: title, path: try self.path(db, of: .note(id)) ?? "/" + title,
-                                 snippet: snippet)
+            ) { row in
+                (row.string(0), row.string(1), row.withBytes(2) { snippets.excerpt(of: $0) }, row.optionalString(3),
+                 row.optionalString(4))
+            }
+            var directoryPaths: [String: String?] = [DirectoryRef.root.key: ""]
+            return try rows.compactMap { idText, title, snippet, directoryKey, name in
+                guard let uuid = UUIDText.parse(idText) else { return nil }
+                var path = "/" + title
+                if let directoryKey, let name, let directory = DirectoryRef(key: directoryKey) {
+                    if directoryPaths[directoryKey] == nil {
+                        directoryPaths[directoryKey] = try self.path(db, of: directory.entry)
+                    }
+                    if let directoryPath = directoryPaths[directoryKey] ?? nil { path = directoryPath + "/" + name }
+                }
+                return SearchHit(noteID: NoteID(uuid), title: title, path: path, snippet: snippet)
             }
         }
     }

@@ -66,6 +66,18 @@ public struct Row {
         }
     }
 
+    /// Lends the column's bytes (NULL reads as empty) without copying them; the
+    /// buffer is valid only inside `body`.
+    public func withBytes<T>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        let column = Int32(index)
+        let start = sqlite3_column_type(statement.handle, column) == SQLITE_TEXT
+            ? UnsafeRawPointer(sqlite3_column_text(statement.handle, column))
+            : sqlite3_column_blob(statement.handle, column)
+        let count = Int(sqlite3_column_bytes(statement.handle, column))
+        guard let start, count > 0 else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeBufferPointer(start: start.assumingMemoryBound(to: UInt8.self), count: count))
+    }
+
     public func value(_ index: Int) -> SQLValue {
         let column = Int32(index)
         switch sqlite3_column_type(statement.handle, column) {

@@ -228,6 +228,24 @@ import Testing
         #expect(try store.search("\"unbalanced AND (").isEmpty)
     }
 
+    @Test func searchShowsEachHitAtItsShownPathWithTheWordsAroundIt() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        guard case .folder(let work) = try store.makeDirectory(in: .root, name: "Work").ref,
+            case .folder(let plans) = try store.makeDirectory(in: .folder(work), name: "Plans").ref
+        else { throw StoreError.notFound("folders") }
+        let todo = try store.createNote(in: .folder(plans), title: "todo.md", body: Data(utf8: "call the bank\nbuy milk"))
+        let first = try store.createNote(in: .root, title: "twin", body: Data(utf8: "milk one"))
+        let second = try store.createNote(in: .root, title: "twin", body: Data(utf8: "milk two"))
+        let hits = Dictionary(uniqueKeysWithValues: try store.search("MILK").map { ($0.noteID, $0) })
+        #expect(hits[todo]?.path == "/Work/Plans/todo.md")
+        #expect(hits[todo]?.snippet == "call the bank\nbuy [milk]")
+        #expect(hits[first]?.path == "/twin")
+        #expect(hits[second]?.path == "/twin (2)")
+        #expect(hits[second]?.snippet == "[milk] two")
+    }
+
     @Test func aTruncationKeepsTheOldBytesInTheHistoryAndRestoreBringsThemBack() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
