@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import NotesModel
 import SyncProtocol
 import Synchronization
 
@@ -29,14 +30,17 @@ public final class HTTPSyncTransport: SyncTransport {
     }
 
     public let baseURL: URL
+    /// Named in long polls, so the server does not wake them for this device's own pushes.
+    public let device: DeviceID?
     private let authorization: String
     private let client = CurlClient()
     private let counters = Mutex(Counters())
 
     /// `baseURL` is the server's root (`http://host:8080`); `token` is the
-    /// text after `Bearer ` and is never logged.
-    public init(baseURL: URL, token: String) {
+    /// text after `Bearer ` and is never logged; `device` is the pushing device's id.
+    public init(baseURL: URL, token: String, device: DeviceID? = nil) {
         self.baseURL = baseURL
+        self.device = device
         self.authorization = "Bearer \(token)"
     }
 
@@ -61,6 +65,7 @@ public final class HTTPSyncTransport: SyncTransport {
             URLQueryItem(name: Endpoint.Query.wait, value: String(wait)),
         ]
         if let since { query.append(URLQueryItem(name: Endpoint.Query.since, value: since.rawValue)) }
+        if wait > 0, let device { query.append(URLQueryItem(name: Endpoint.Query.device, value: device.description)) }
         let (status, data) = try await send(
             method: "GET", path: Endpoint.changes, query: query,
             timeoutSeconds: max(Self.requestTimeoutSeconds, Double(wait) + Self.waitMarginSeconds))

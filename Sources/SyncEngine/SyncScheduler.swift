@@ -382,12 +382,21 @@ public actor SyncScheduler {
                     continue
                 }
                 guard !page.changes.isEmpty || page.hasMore else { continue }
-                // Our own run may have pulled it already (or it is our own echo).
-                let current = (try? store.syncState().cursor) ?? nil
-                if current != cursorText { continue }
+                // The page starts where we polled, or past our own pushes.
+                let polled = SyncCursor(rawValue: cursorText)
+                let start = page.from ?? polled
+                let current = ((try? store.syncState().cursor) ?? nil).map(SyncCursor.init(rawValue:))
+                if current != start {
+                    // Our cursor moved meanwhile (our own run pulled it, or a
+                    // push settled): poll again from there. Unmoved while the
+                    // server started later: a push reply we never heard, so a
+                    // run catches up (polling again would get the same page).
+                    if current == polled { await triggerAndWait() }
+                    continue
+                }
                 // A page that holds all that happened is applied as it is,
                 // instead of being pulled again by a run.
-                if await engine.applyPolled(page, since: SyncCursor(rawValue: cursorText)) { continue }
+                if await engine.applyPolled(page, since: start) { continue }
                 await triggerAndWait()
             } catch {
                 if stopped || Task.isCancelled { return }

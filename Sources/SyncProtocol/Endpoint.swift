@@ -23,6 +23,9 @@ public enum Endpoint {
         public static let limit = "limit"
         /// Seconds to hold an empty `/v1/changes` answer open (long poll).
         public static let wait = "wait"
+        /// The polling device's id on a `/v1/changes` long poll: the server
+        /// does not wake it for that device's own pushes.
+        public static let device = "device"
         /// The `nextAfter` token of the previous `/v1/index` page.
         public static let after = "after"
     }

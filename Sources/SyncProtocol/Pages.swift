@@ -14,12 +14,18 @@ public struct ChangesPage: Hashable, Sendable, Codable {
     public var hasMore: Bool
     /// The server's epoch; it changes when the server is restored from a backup.
     public var epoch: String
+    /// Where this page starts when that is not the request's `since`: a long
+    /// poll naming its device moved past that device's own pushes. Nil: at `since`.
+    public var from: SyncCursor?
 
-    public init(changes: [EntityVersion], nextCursor: SyncCursor, hasMore: Bool, epoch: String) {
+    public init(
+        changes: [EntityVersion], nextCursor: SyncCursor, hasMore: Bool, epoch: String, from: SyncCursor? = nil
+    ) {
         self.changes = changes
         self.nextCursor = nextCursor
         self.hasMore = hasMore
         self.epoch = epoch
+        self.from = from
     }
 }
 

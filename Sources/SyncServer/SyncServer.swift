@@ -22,6 +22,7 @@ public final class SyncServer: Sendable {
     public let store: any ServerStore
     public let configuration: Configuration
     public let notifier = ChangeNotifier()
+    let ownChanges = OwnChangesLedger()
     public let metrics = ServerMetrics()
     let clock: ServerClock
     let logger: any ServerLogger
@@ -63,7 +64,7 @@ public final class SyncServer: Sendable {
 
         var queryParameters: Set<String> {
             switch self {
-            case .changes: [Endpoint.Query.since, Endpoint.Query.limit, Endpoint.Query.wait]
+            case .changes: [Endpoint.Query.since, Endpoint.Query.limit, Endpoint.Query.wait, Endpoint.Query.device]
             case .index: [Endpoint.Query.after, Endpoint.Query.limit]
             default: []
             }
@@ -164,6 +165,10 @@ public final class SyncServer: Sendable {
         let outcome = try await store.push(account: account) { transaction in
             try PushProcessor.apply(prepared, in: transaction, now: now, clientCounter: clientCounter)
         }
+        if let head = outcome.caughtUp {
+            // Before waking polls: this device's own poll sleeps through its push.
+            ownChanges.record(account: account, device: push.device, epoch: epoch, from: clientCounter, to: head)
+        }
         if outcome.tally.applied > 0 { notifier.notify(account) }
         metrics.record(outcome.tally)
         var body = Data(#"{"results":["#.utf8)
@@ -203,6 +208,7 @@ public final class SyncServer: Sendable {
             }
             after = counter
         }
+        let requestedAfter = after
         var read = try await store.changes(
             account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
         if after > read.head.counter {
@@ -212,8 +218,52 @@ public final class SyncServer: Sendable {
         if request.query[Endpoint.Query.since] != nil && after < read.head.purgedThrough {
             throw ServerError.cursorGone("the cursor is older than tombstone retention")
         }
+        let device = try request.query[Endpoint.Query.device].map { text throws(ServerError) in
+            guard let device = DeviceID(text) else { throw ServerError.badRequest("device is not a device id") }
+            return device
+        }
         var waited = false
-        if read.entities.isEmpty && wait > 0 {
+        if wait > 0 {
+            (read, after, waited) = try await waitForChanges(
+                account: account, device: device, epoch: epoch, after: after, read: read, limit: limit,
+                seconds: Double(wait))
+        }
+        let next =
+            read.hasMore ? (read.entities.last?.version ?? after) : max(after, read.head.counter)
+        var response = ServerResponse.json(
+            ChangesPage(
+                changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
+                hasMore: read.hasMore, epoch: epoch,
+                from: after == requestedAfter ? nil : SyncCursor(epoch: epoch, counter: after)))
+        response.logNote = "account=\(account) rows=\(read.entities.count)\(waited ? " waited" : "")"
+        return response
+    }
+
+    /// Holds a long poll until the feed has something after `after` that the
+    /// polling device does not already have, or `seconds` pass. Returns the
+    /// read, where it starts (moved past the device's own pushes), and whether
+    /// the poll parked.
+    private func waitForChanges(
+        account: AccountID, device: DeviceID?, epoch: String, after start: Int64, read first: FeedRead,
+        limit: Int, seconds: Double
+    ) async throws -> (FeedRead, after: Int64, waited: Bool) {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1_000))
+        var after = start
+        var read = first
+        var waited = false
+        // Each round moves `after` forward or waits; the bound is a backstop.
+        for _ in 0..<Self.longPollRoundsMax {
+            if let device, !read.entities.isEmpty,
+                let own = ownChanges.skip(account: account, device: device, epoch: epoch, after: after,
+                                          head: read.head.counter)
+            {
+                after = own
+                read = try await store.changes(
+                    account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
+                continue
+            }
+            let remaining = deadline - ContinuousClock.now
+            guard read.entities.isEmpty, remaining > .zero else { break }
             // Arm before the second read: a commit after it fires the ticket.
             let ticket = notifier.arm(account)
             do {
@@ -223,24 +273,21 @@ public final class SyncServer: Sendable {
                 notifier.disarm(ticket)
                 throw error
             }
-            if read.entities.isEmpty {
-                waited = true
-                await notifier.wait(ticket, seconds: Double(wait))
-                read = try await store.changes(
-                    account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
-            } else {
+            guard read.entities.isEmpty else {
                 notifier.disarm(ticket)
+                continue
             }
+            waited = true
+            let parts = remaining.components
+            await notifier.wait(ticket, seconds: Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
+            read = try await store.changes(
+                account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
         }
-        let next =
-            read.hasMore ? (read.entities.last?.version ?? after) : max(after, read.head.counter)
-        var response = ServerResponse.json(
-            ChangesPage(
-                changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
-                hasMore: read.hasMore, epoch: epoch))
-        response.logNote = "account=\(account) rows=\(read.entities.count)\(waited ? " waited" : "")"
-        return response
+        return (read, after, waited)
     }
+
+    /// Rounds of one long poll (each waits or moves past the device's own changes).
+    static let longPollRoundsMax = 64
 
     // MARK: Index and fetch
 

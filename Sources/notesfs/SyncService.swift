@@ -24,7 +24,7 @@ final class SyncService: Sendable {
             try store.setDeviceName(name)
         }
         log.info("sync: \(url.absoluteString) as device '\(try store.device().name)'")
-        return (profile, HTTPSyncTransport(baseURL: url, token: token.text))
+        return (profile, HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id))
     }
 
     init(location: DataLocation, store: NotesStore, transport: HTTPSyncTransport, mount: NotesMount, log: MountLog)

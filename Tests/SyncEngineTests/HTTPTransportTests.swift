@@ -26,11 +26,15 @@ import Testing
                 logger: SilentLogger())
         }
 
-        func device(_ name: String) throws -> (store: NotesStore, transport: HTTPSyncTransport, engine: SyncEngine) {
+        /// A device; `namedPolls` makes its long polls name it, as a mount's do.
+        func device(_ name: String, namedPolls: Bool = false) throws
+            -> (store: NotesStore, transport: HTTPSyncTransport, engine: SyncEngine)
+        {
             var configuration = StoreConfiguration()
             configuration.defaultDeviceName = name
             let store = try NotesStore(path: world.directory.file("\(name).sqlite"), configuration: configuration)
-            let transport = HTTPSyncTransport(baseURL: url, token: world.token)
+            let transport = HTTPSyncTransport(
+                baseURL: url, token: world.token, device: namedPolls ? try store.device().id : nil)
             return (store, transport, try SyncEngine(store: store, transport: transport))
         }
 
@@ -165,6 +169,33 @@ import Testing
         // The poll's answer, and no pull: the re-armed poll is still parked.
         #expect(b.transport.wireCounters.requests - before == 1)
         #expect(try b.store.syncState().cursor == a.store.syncState().cursor)
+        await scheduler.stop()
+    }
+
+    @Test func aDevicesOwnPushDoesNotWakeItsLongPollWhileAnotherDevicesChangeStillArrivesThroughIt() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let a = try server.device("a", namedPolls: true), b = try server.device("b")
+        #expect(await b.engine.sync() == .succeeded)
+        let scheduler = SyncScheduler(engine: a.engine, store: a.store, transport: a.transport)
+        await scheduler.start()
+        #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
+        #expect(try await waitUntil { server.world.server.notifier.waitingCount >= 1 })
+        let before = a.transport.wireCounters.requests
+        try a.store.createNote(in: .root, title: "mine.md", body: Data("hello\n".utf8))
+        // The local change wakes a push (after the debounce), as in a mount.
+        #expect(try await waitUntil { try a.store.status().pendingCount == 0 })
+        try await Task.sleep(for: .milliseconds(500))
+        // The push alone: its own poll slept through it.
+        #expect(a.transport.wireCounters.requests - before == 1)
+        #expect(server.world.server.notifier.waitingCount == 1)
+        try b.store.createNote(in: .root, title: "theirs.md", body: Data("hi\n".utf8))
+        #expect(await b.engine.sync() == .succeeded)
+        #expect(try await waitUntil { try a.store.lookup(in: .root, name: "theirs.md") != nil })
+        #expect(try await waitUntil { server.world.server.notifier.waitingCount >= 1 }, "a polls again")
+        // The poll's answer, applied as it is: no pull.
+        #expect(a.transport.wireCounters.requests - before == 2)
+        #expect(try a.store.syncState().cursor == b.store.syncState().cursor)
         await scheduler.stop()
     }
 

@@ -137,8 +137,11 @@ final class Harness: Sendable {
             headers: headers)
     }
 
-    func pushRaw(_ changes: [Change], token: String, cursor: SyncCursor? = nil) async throws -> Reply {
-        let body = try WireCoding.encoder().encode(PushRequest(device: device, changes: changes, cursor: cursor))
+    func pushRaw(_ changes: [Change], token: String, cursor: SyncCursor? = nil, device: DeviceID? = nil) async throws
+        -> Reply
+    {
+        let body = try WireCoding.encoder().encode(
+            PushRequest(device: device ?? self.device, changes: changes, cursor: cursor))
         return try await send("POST", Endpoint.push, token: token, body: body)
     }
 
@@ -155,16 +158,21 @@ final class Harness: Sendable {
         try await push([change], token: token)[0]
     }
 
-    func changesRaw(token: String, since: SyncCursor? = nil, limit: Int? = nil, wait: Int? = nil) async throws -> Reply {
+    func changesRaw(
+        token: String, since: SyncCursor? = nil, limit: Int? = nil, wait: Int? = nil, device: DeviceID? = nil
+    ) async throws -> Reply {
         var query: [String: String] = [:]
+        if let device { query[Endpoint.Query.device] = device.description }
         if let since { query[Endpoint.Query.since] = since.rawValue }
         if let limit { query[Endpoint.Query.limit] = String(limit) }
         if let wait { query[Endpoint.Query.wait] = String(wait) }
         return try await send("GET", Endpoint.changes, token: token, query: query)
     }
 
-    func changes(token: String, since: SyncCursor? = nil, limit: Int? = nil, wait: Int? = nil) async throws -> ChangesPage {
-        let reply = try await changesRaw(token: token, since: since, limit: limit, wait: wait)
+    func changes(
+        token: String, since: SyncCursor? = nil, limit: Int? = nil, wait: Int? = nil, device: DeviceID? = nil
+    ) async throws -> ChangesPage {
+        let reply = try await changesRaw(token: token, since: since, limit: limit, wait: wait, device: device)
         guard reply.status == 200 else { throw HarnessError("changes answered \(reply.status): \(reply.text)") }
         return try reply.decode(ChangesPage.self)
     }

@@ -496,6 +496,37 @@ struct ContractTarget: Sendable, CustomTestStringConvertible {
     }
 
     @Test(arguments: ContractTarget.all)
+    func aLongPollNamingItsDeviceSleepsThroughThatDevicesOwnPushAndWakesForAnother(target: ContractTarget)
+        async throws
+    {
+        let h = try target.harness()
+        let token = try await h.account()
+        let start = try await h.changes(token: token)
+        async let polled = h.changes(token: token, since: start.nextCursor, wait: 10, device: h.device)
+        async let unnamed = h.changes(token: token, since: start.nextCursor, wait: 10)
+        try await Task.sleep(for: .milliseconds(300))
+        // The device's own push from where its cursor stands: the reply moves that cursor on.
+        let own = try await h.pushRaw([Make.note(body: "mine\n")], token: token, cursor: start.nextCursor)
+        let ownCursor = try #require(try own.decode(PushResponse.self).nextCursor)
+        // A poll that names no device wakes for it, as before.
+        #expect(try await unnamed.changes.map { $0.note?.bodyBytes() } == [Data("mine\n".utf8)])
+        try await Task.sleep(for: .milliseconds(300))
+        let pushed = ContinuousClock.now
+        _ = try await h.pushRaw([Make.note(body: "theirs\n")], token: token, device: DeviceID())
+        let page = try await polled
+        #expect(ContinuousClock.now - pushed < .seconds(2))
+        #expect(page.changes.map { $0.note?.bodyBytes() } == [Data("theirs\n".utf8)])
+        #expect(page.from == ownCursor)
+        // Polled again from the old cursor (a reply it never heard), the
+        // device gets everything after the skip at once, never a gap.
+        let again = try await h.changes(token: token, since: start.nextCursor, wait: 10, device: h.device)
+        #expect(again.from == ownCursor)
+        #expect(again.changes.map { $0.note?.bodyBytes() } == [Data("theirs\n".utf8)])
+        #expect(try await h.changes(token: token, since: start.nextCursor).changes.count == 2)
+        await h.close()
+    }
+
+    @Test(arguments: ContractTarget.all)
     func aLongPollTimesOutWithAnEmptyPage(target: ContractTarget) async throws {
         let h = try target.harness()
         let token = try await h.account()
