@@ -18,8 +18,9 @@ public final class HTTPSyncTransport: SyncTransport {
     public static let waitMarginSeconds: Double = 15
     /// Longest wait a long poll may ask for.
     public static let waitSecondsMax = 60
-    /// Request bodies larger than this travel gzip-compressed.
-    static let compressBodiesOverBytes = 1_024
+    /// Request bodies larger than this travel gzip-compressed when it makes them smaller.
+    static let compressBodiesOverBytes = 256
+    static let contentEncodingHeaderBytes = "Content-Encoding: gzip\r\n".utf8.count
 
     /// Requests and bytes seen on the wire (bytes are approximate for headers).
     public struct Counters: Sendable, Equatable, Codable {
@@ -122,8 +123,11 @@ public final class HTTPSyncTransport: SyncTransport {
         if let body {
             headers.append("Content-Type: application/json")
             // JSON of note text shrinks to about a third: an initial upload
-            // then sends fewer bytes than the tree holds.
-            if body.count > Self.compressBodiesOverBytes, let compressed = Gzip.compress(body) {
+            // then sends fewer bytes than the tree holds. A small push is
+            // compressed only when that saves more than the header costs.
+            if body.count > Self.compressBodiesOverBytes, let compressed = Gzip.compress(body),
+                compressed.count + Self.contentEncodingHeaderBytes < body.count
+            {
                 headers.append("Content-Encoding: gzip")
                 wireBody = compressed
             }

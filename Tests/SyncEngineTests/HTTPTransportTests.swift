@@ -5,6 +5,7 @@ import NotesStore
 import SyncEngine
 import SyncProtocol
 import SyncServer
+import Synchronization
 import TestSupport
 import Testing
 
@@ -196,6 +197,67 @@ import Testing
         // The poll's answer, applied as it is: no pull.
         #expect(a.transport.wireCounters.requests - before == 2)
         #expect(try a.store.syncState().cursor == b.store.syncState().cursor)
+        await scheduler.stop()
+    }
+
+    /// Passes requests on; the first push reaches the server but its reply is lost.
+    final class LosesFirstPushReply: SyncTransport {
+        let inner: HTTPSyncTransport
+        let lost = Atomic<Bool>(false)
+        let polls = Atomic<Int>(0)
+
+        init(_ inner: HTTPSyncTransport) { self.inner = inner }
+
+        func push(_ request: PushRequest) async throws(TransportError) -> PushResponse {
+            let response = try await inner.push(request)
+            if !lost.exchange(true, ordering: .relaxed) { throw .offline("the reply was lost (injected)") }
+            return response
+        }
+
+        func changes(since: SyncCursor?, limit: Int, waitSeconds: Int) async throws(TransportError) -> ChangesPage {
+            if waitSeconds > 0 { polls.add(1, ordering: .relaxed) }
+            return try await inner.changes(since: since, limit: limit, waitSeconds: waitSeconds)
+        }
+
+        func index(after: String?, limit: Int) async throws(TransportError) -> IndexPage {
+            try await inner.index(after: after, limit: limit)
+        }
+
+        func fetch(_ request: FetchRequest) async throws(TransportError) -> FetchResponse {
+            try await inner.fetch(request)
+        }
+    }
+
+    @Test func aPollTheServerStartedPastAPushWhoseReplyWasLostLeadsToARunNotToPollingInCircles() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let a = try server.device("a", namedPolls: true), b = try server.device("b")
+        #expect(await b.engine.sync() == .succeeded)
+        let transport = LosesFirstPushReply(a.transport)
+        var configuration = SyncScheduler.Configuration()
+        configuration.backoffBaseSeconds = 60  // the failed run's own retry stays out of the way
+        let scheduler = SyncScheduler(
+            engine: try SyncEngine(store: a.store, transport: transport), store: a.store, transport: transport,
+            configuration: configuration)
+        await scheduler.start()
+        #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
+        try a.store.createNote(in: .root, title: "mine.md", body: Data("hello\n".utf8))
+        #expect(try await waitUntil { await scheduler.completedRuns >= 2 && transport.lost.load(ordering: .relaxed) })
+        #expect(await scheduler.lastRunOutcome?.succeeded == false)
+        // b's change wakes a's poll; the server starts that page past a's own
+        // push, where a's cursor never got to.
+        let pollsBefore = transport.polls.load(ordering: .relaxed)
+        try b.store.createNote(in: .root, title: "theirs.md", body: Data("hi\n".utf8))
+        #expect(await b.engine.sync() == .succeeded)
+        try await Task.sleep(for: .seconds(1))
+        #expect(transport.polls.load(ordering: .relaxed) - pollsBefore <= 2, "the poll loop waits for a run")
+        // That run (here asked for at once, outside the backoff) settles the
+        // push from its replayed answer and brings b's note.
+        #expect(await scheduler.syncNow() == .succeeded)
+        #expect(try a.store.lookup(in: .root, name: "theirs.md") != nil)
+        #expect(try a.store.status().pendingCount == 0)
+        #expect(await b.engine.sync() == .succeeded)
+        #expect(try b.store.lookup(in: .root, name: "mine.md") != nil)
         await scheduler.stop()
     }
 
