@@ -96,7 +96,8 @@ final class DaemonContext: Sendable {
         defer { MHD_destroy_response(mhdResponse) }
         _ = MHD_add_response_header(mhdResponse, "Content-Type", response.contentType)
         if compressed { _ = MHD_add_response_header(mhdResponse, "Content-Encoding", "gzip") }
-        if body.count > gzipMinimumBytes || compressed {
+        // Only a GET answer could be cached; a POST answer never is, so it needs no Vary.
+        if request.method == "GET" && (body.count > gzipMinimumBytes || compressed) {
             _ = MHD_add_response_header(mhdResponse, "Vary", "Accept-Encoding")
         }
         for (name, value) in response.headers { _ = MHD_add_response_header(mhdResponse, name, value) }

@@ -45,8 +45,17 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
         let zipped = try await h.send("GET", Endpoint.changes, token: token, headers: ["Accept-Encoding": "br, gzip"])
         #expect(zipped.headers["content-encoding"] == "gzip")
         #expect(zipped.body == plain.body)
+        #expect(zipped.headers["vary"] == "Accept-Encoding")
         let small = try await h.send("GET", Endpoint.healthz, token: nil, headers: ["Accept-Encoding": "gzip"])
         #expect(small.headers["content-encoding"] == nil)
+        // A one-change push reply (about 200 bytes) shrinks too; a POST answer is never cached: no Vary.
+        let head = try await h.changes(token: token).nextCursor
+        let push = try WireCoding.encoder().encode(PushRequest(device: h.device, changes: [Make.note()], cursor: head))
+        let reply = try await h.send("POST", Endpoint.push, token: token, body: push, headers: ["Accept-Encoding": "gzip"])
+        #expect(reply.status == 200)
+        #expect(reply.headers["content-encoding"] == "gzip")
+        #expect(reply.headers["vary"] == nil)
+        #expect(try reply.decode(PushResponse.self).nextCursor != nil)
         await h.close()
     }
 
