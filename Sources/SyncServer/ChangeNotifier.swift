@@ -36,6 +36,9 @@ public final class ChangeNotifier: Sendable {
     /// Long polls parked right now.
     public var waitingCount: Int { state.withLock { $0.waitingCount } }
 
+    /// True once `close()` ran: waits return at once from then on.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Registers interest in `account`'s next commit.
     public func arm(_ account: AccountID) -> Ticket {
         state.withLock { state in

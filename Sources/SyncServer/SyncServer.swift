@@ -282,6 +282,8 @@ public final class SyncServer: Sendable {
             await notifier.wait(ticket, seconds: Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
             read = try await store.changes(
                 account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
+            // Shutting down: answer with what there is.
+            if notifier.isClosed { break }
         }
         return (read, after, waited)
     }
