@@ -39,6 +39,18 @@ import Testing
             return (store, transport, try SyncEngine(store: store, transport: transport))
         }
 
+        /// A started scheduler whose first run has ended and whose long poll is parked.
+        func startPolling(engine: SyncEngine, store: NotesStore, transport: any SyncTransport) async throws
+            -> SyncScheduler
+        {
+            let scheduler = SyncScheduler(engine: engine, store: store, transport: transport)
+            await scheduler.start()
+            let ran = try await waitUntil { await scheduler.completedRuns >= 1 }
+            let parked = try await waitUntil { self.world.server.notifier.waitingCount >= 1 }
+            guard ran, parked else { throw TransportError.offline("the scheduler never ran and parked its long poll") }
+            return scheduler
+        }
+
         func stop() {
             http.stop(graceSeconds: 2)
             world.remove()
@@ -158,10 +170,7 @@ import Testing
         defer { server.stop() }
         let a = try server.device("a"), b = try server.device("b")
         #expect(await a.engine.sync() == .succeeded)
-        let scheduler = SyncScheduler(engine: b.engine, store: b.store, transport: b.transport)
-        await scheduler.start()
-        #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
-        #expect(try await waitUntil { server.world.server.notifier.waitingCount >= 1 })
+        let scheduler = try await server.startPolling(engine: b.engine, store: b.store, transport: b.transport)
         let before = b.transport.wireCounters.requests
         try a.store.createNote(in: .root, title: "from a.md", body: Data("hello\n".utf8))
         #expect(await a.engine.sync() == .succeeded)
@@ -178,10 +187,7 @@ import Testing
         defer { server.stop() }
         let a = try server.device("a", namedPolls: true), b = try server.device("b")
         #expect(await b.engine.sync() == .succeeded)
-        let scheduler = SyncScheduler(engine: a.engine, store: a.store, transport: a.transport)
-        await scheduler.start()
-        #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
-        #expect(try await waitUntil { server.world.server.notifier.waitingCount >= 1 })
+        let scheduler = try await server.startPolling(engine: a.engine, store: a.store, transport: a.transport)
         let before = a.transport.wireCounters.requests
         try a.store.createNote(in: .root, title: "mine.md", body: Data("hello\n".utf8))
         // The local change wakes a push (after the debounce), as in a mount.
