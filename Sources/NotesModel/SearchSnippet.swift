@@ -13,7 +13,7 @@ import Foundation
 public struct SearchSnippet: Sendable {
     /// Words of the excerpt, hits included.
     public let wordsMax: Int
-    /// Words shown before the first hit, when there are that many.
+    /// Words shown before the first hit, when there are that many (fewer than `wordsMax`).
     public let wordsBeforeHit: Int
     public let open: String
     public let close: String
@@ -32,9 +32,9 @@ public struct SearchSnippet: Sendable {
         query: String, wordsMax: Int = 12, wordsBeforeHit: Int = 4, open: String = "[", close: String = "]",
         ellipsis: String = "…"
     ) {
-        precondition(wordsMax >= 1 && wordsBeforeHit >= 0 && wordsBeforeHit < wordsMax)
+        precondition(wordsMax >= 1 && wordsBeforeHit >= 0)
         self.wordsMax = wordsMax
-        self.wordsBeforeHit = wordsBeforeHit
+        self.wordsBeforeHit = min(wordsBeforeHit, wordsMax - 1)
         self.open = open
         self.close = close
         self.ellipsis = ellipsis
@@ -105,12 +105,16 @@ public struct SearchSnippet: Sendable {
         if best != nil { return best }
         // Neither spelling occurs as bytes: read word by word (diacritic and
         // case variants beyond ASCII), or find that only the title matched.
+        // Bounded: a title-only match in a 16 MiB note shows how it begins.
         var scanner = WordScanner(text)
-        while let word = scanner.next() {
+        while let word = scanner.next(), word.start < Self.wordByWordBytesMax {
             if isHit(text, word) { return word.start }
         }
         return nil
     }
+
+    /// How far into a body the word-by-word search for variants reads.
+    public static let wordByWordBytesMax = 256 * 1_024
 
     /// The first place `needle` occurs (ASCII letters in any case) as a whole
     /// word starting before `limit`.

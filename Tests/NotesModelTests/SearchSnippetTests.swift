@@ -40,6 +40,15 @@ import Testing
         #expect(snippet.excerpt(of: Data("mehr Über alles".utf8)) == "mehr [Über] alles")
     }
 
+    @Test func theWordByWordSearchForVariantsStopsAtItsBound() {
+        let filler = String(repeating: "word ", count: SearchSnippet.wordByWordBytesMax / 5 + 10)
+        let body = Data(("first " + filler + "CAFÉ").utf8)
+        #expect(SearchSnippet(query: "café", wordsMax: 2).excerpt(of: body) == "first word…")
+        // Spelled as typed, a hit is found anywhere.
+        let typed = Data(("first " + filler + "café").utf8)
+        #expect(SearchSnippet(query: "café", wordsMax: 2, wordsBeforeHit: 1).excerpt(of: typed) == "…word [café]")
+    }
+
     @Test func invalidUTF8IsShownWithReplacementCharactersAndSeparatesWords() {
         let body = Data([0x66, 0x6F, 0x6F, 0xFF, 0x62, 0x61, 0x72])  // foo, a stray byte, bar
         #expect(SearchSnippet(query: "bar").excerpt(of: body) == "foo\u{FFFD}[bar]")
