@@ -76,15 +76,10 @@ final class DaemonContext: Sendable {
 
     /// Sends `response`, gzip-compressed when the client accepts it and it is
     /// large enough, and writes the request's log line.
-    static let contentEncodingHeaderBytes = "Content-Encoding: gzip\r\n".utf8.count
-
     func queue(_ response: ServerResponse, for request: RequestContext, on connection: OpaquePointer) -> MHD_Result {
         var body = response.body
         var compressed = false
-        // Only where it saves more than the Content-Encoding header costs.
-        if request.acceptsGzip && body.count > gzipMinimumBytes, let gzipped = Gzip.compress(body),
-            gzipped.count + Self.contentEncodingHeaderBytes < body.count
-        {
+        if request.acceptsGzip, let gzipped = Gzip.compressedForWire(body, minimumBytes: gzipMinimumBytes) {
             body = gzipped
             compressed = true
         }

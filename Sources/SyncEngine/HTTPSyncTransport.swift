@@ -20,7 +20,6 @@ public final class HTTPSyncTransport: SyncTransport {
     public static let waitSecondsMax = 60
     /// Request bodies larger than this travel gzip-compressed when it makes them smaller.
     static let compressBodiesOverBytes = 256
-    static let contentEncodingHeaderBytes = "Content-Encoding: gzip\r\n".utf8.count
 
     /// Requests and bytes seen on the wire (bytes are approximate for headers).
     public struct Counters: Sendable, Equatable, Codable {
@@ -125,9 +124,7 @@ public final class HTTPSyncTransport: SyncTransport {
             // JSON of note text shrinks to about a third: an initial upload
             // then sends fewer bytes than the tree holds. A small push is
             // compressed only when that saves more than the header costs.
-            if body.count > Self.compressBodiesOverBytes, let compressed = Gzip.compress(body),
-                compressed.count + Self.contentEncodingHeaderBytes < body.count
-            {
+            if let compressed = Gzip.compressedForWire(body, minimumBytes: Self.compressBodiesOverBytes) {
                 headers.append("Content-Encoding: gzip")
                 wireBody = compressed
             }

@@ -10,6 +10,17 @@ public enum Gzip {
     }
 
     /// `data` compressed as one gzip member, or nil if zlib fails.
+    /// The gzip form of a body over `minimumBytes` when it is smaller by more
+    /// than the `Content-Encoding: gzip` header it needs; nil: send it as it is.
+    public static func compressedForWire(_ body: Data, minimumBytes: Int) -> Data? {
+        guard body.count > minimumBytes, let compressed = compress(body),
+            compressed.count + contentEncodingHeaderBytes < body.count
+        else { return nil }
+        return compressed
+    }
+
+    static let contentEncodingHeaderBytes = "Content-Encoding: gzip\r\n".utf8.count
+
     public static func compress(_ data: Data, level: Int32 = 4) -> Data? {
         var stream = z_stream()
         guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { return nil }
