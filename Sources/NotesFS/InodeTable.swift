@@ -59,16 +59,10 @@ final class InodeTable: Sendable {
         }
     }
 
-    /// The inodes the kernel knows for `refs` (one lock for a whole listing).
-    func inodes(for refs: [EntryRef]) -> [EntryRef: UInt64] {
-        state.withLock { state in
-            var found: [EntryRef: UInt64] = [:]
-            found.reserveCapacity(refs.count)
-            for ref in refs {
-                if let inode = state.inodeOfRef[ref] { found[ref] = inode }
-            }
-            return found
-        }
+    /// The inodes the kernel knows for `refs`, position by position (one lock
+    /// for a whole listing).
+    func inodes(for refs: [EntryRef]) -> [UInt64?] {
+        state.withLock { state in refs.map { state.inodeOfRef[$0] } }
     }
 
     /// `lookedUp` for every pair, under one lock (readdirplus).
@@ -76,7 +70,10 @@ final class InodeTable: Sendable {
         guard !pairs.isEmpty else { return }
         state.withLock { state in
             for (inode, ref) in pairs {
-                bind(&state, inode, ref)
+                // Already bound (the common case when a tree is walked again):
+                // bind would change nothing, since a node's ref always maps
+                // back to that node.
+                if state.nodes[inode]?.ref != ref { bind(&state, inode, ref) }
                 state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
             }
         }

@@ -151,11 +151,15 @@ extension NotesFileSystem {
             let batch = try store.list(directory: directory, afterCookie: after, limit: Self.listBatchEntries)
             if batch.isEmpty { return }
             let refs = batch.map(\.ref)
-            let known = inodes.inodes(for: refs)
-            let numbers = try store.inodes(for: refs, known: { known[$0] })
+            var numbers = inodes.inodes(for: refs)
+            let unknown = numbers.indices.filter { numbers[$0] == nil }
+            if !unknown.isEmpty {
+                let made = try store.inodes(for: unknown.map { refs[$0] })
+                for index in unknown { numbers[index] = made[refs[index]] }
+            }
             if plus { handedOut.reserveCapacity(handedOut.count + batch.count) }
-            for entry in batch {
-                guard let number = numbers[entry.ref] else { continue }
+            for (entry, number) in zip(batch, numbers) {
+                guard let number else { continue }
                 let attributes = attributes(entry, inode: number)
                 let entryReply = plus ? reply(attributes) : nil
                 let accepted = add(

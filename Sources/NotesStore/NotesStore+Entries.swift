@@ -6,22 +6,41 @@ import SQLiteKit
 extension NotesStore {
     /// One query shape for every entry read: the name row joined with its entity.
     /// A note's columns come from the covering index `notes_listing` alone
-    /// (schema v2), never from its row, which holds the body.
-    static let entrySelect = """
-        SELECT n.seq, n.parent_key, n.name, n.entry_kind, n.entry_id,
-               COALESCE(no.updated_ns, f.updated_ns, l.updated_ns, 0),
-               COALESCE(no.body_size, length(l.data), 0),
-               COALESCE(no.mode, f.mode, l.mode, 420),
-               l.type
-        FROM names n
+    /// (schema v2), never from its row, which holds the body. Folders and
+    /// local entries are rare, so they are read by subqueries that run only
+    /// for their own kind, not by joins that every note would pay a seek for.
+    static let entrySelect = "SELECT \(entryColumns) FROM names n \(entryJoins)"
+    static let entryColumns = """
+        n.seq, n.parent_key, n.name, n.entry_kind, n.entry_id,
+        COALESCE(no.updated_ns, CASE n.entry_kind
+            WHEN 'folder' THEN (SELECT updated_ns FROM folders WHERE id = n.entry_id)
+            WHEN 'local' THEN (SELECT updated_ns FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 0),
+        COALESCE(no.body_size, CASE n.entry_kind
+            WHEN 'local' THEN (SELECT length(data) FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 0),
+        COALESCE(no.mode, CASE n.entry_kind
+            WHEN 'folder' THEN (SELECT mode FROM folders WHERE id = n.entry_id)
+            WHEN 'local' THEN (SELECT mode FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 420),
+        CASE n.entry_kind WHEN 'local' THEN (SELECT type FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END
+        """
+    static let entryJoins = """
         LEFT JOIN notes no INDEXED BY notes_listing ON n.entry_kind = 'note' AND no.id = n.entry_id
-        LEFT JOIN folders f ON n.entry_kind = 'folder' AND f.id = n.entry_id
-        LEFT JOIN local_entries l ON n.entry_kind = 'local' AND l.seq = CAST(n.entry_id AS INTEGER)
+        """
+    /// A page of a listing: the page's cookies are picked and sorted first, as
+    /// bare integers, and only those rows are joined with their entities. (A
+    /// sort over the joined rows cost as much as the joins; `list` puts the
+    /// page in cookie order itself.)
+    static let listSelect = """
+        SELECT \(entryColumns)
+        FROM (SELECT seq FROM names WHERE parent_key = ? AND seq > ? ORDER BY seq LIMIT ?) page
+        CROSS JOIN names n ON n.seq = page.seq
+        \(entryJoins)
         """
 
-    static func entry(from row: Row) -> Entry? {
-        guard let parent = DirectoryRef(key: row.string(1)),
-            let ref = EntryRef(kindCode: row.string(3), idText: row.string(4))
+    /// An entry from a row of `entrySelect`. `parent`, when the caller knows
+    /// it (a listing), is used instead of parsing the row's.
+    static func entry(from row: Row, parent knownParent: DirectoryRef? = nil) -> Entry? {
+        guard let parent = knownParent ?? DirectoryRef(key: row.string(1)),
+            let ref = row.withBytes(3, { kind in row.withBytes(4) { id in EntryRef(kindCode: kind, idText: id) } })
         else { return nil }
         let kind: EntryKind
         switch ref {
@@ -71,12 +90,13 @@ extension NotesStore {
     public func list(
         directory: DirectoryRef, afterCookie: Int64 = 0, limit: Int = 1_000
     ) throws(StoreError) -> [Entry] {
-        try readOneStatement { db in
-            try db.query(
-                Self.entrySelect + " WHERE n.parent_key = ? AND n.seq > ? ORDER BY n.seq LIMIT ?",
-                directory.key, afterCookie, limit
-            ) { Self.entry(from: $0) }.compactMap { $0 }
+        var page = try readOneStatement { db in
+            try db.query(Self.listSelect, directory.key, afterCookie, limit) {
+                Self.entry(from: $0, parent: directory)
+            }.compactMap { $0 }
         }
+        page.sort { $0.cookie < $1.cookie }
+        return page
     }
 
     /// True when `directory` exists here (the root, a live folder, a local directory).

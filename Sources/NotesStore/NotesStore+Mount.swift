@@ -26,17 +26,13 @@ extension NotesStore {
 
     /// The inode numbers of many entries at once (a directory listing), made
     /// from the counter where missing, in at most one read and one write
-    /// transaction. `known` answers from the mount's memory first.
-    public func inodes(
-        for refs: [EntryRef], known: (EntryRef) -> UInt64? = { _ in nil }
-    ) throws(StoreError) -> [EntryRef: UInt64] {
+    /// transaction.
+    public func inodes(for refs: [EntryRef]) throws(StoreError) -> [EntryRef: UInt64] {
         var result: [EntryRef: UInt64] = [:]
         var missing: [EntryRef] = []
         for ref in refs {
             if ref == .root {
                 result[ref] = 1
-            } else if let number = known(ref) {
-                result[ref] = number
             } else {
                 missing.append(ref)
             }

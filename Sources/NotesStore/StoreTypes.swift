@@ -71,6 +71,21 @@ public enum EntryRef: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The same, from a row's bytes without making strings (listings decode
+    /// every entry this way).
+    init?(kindCode: UnsafeBufferPointer<UInt8>, idText: UnsafeBufferPointer<UInt8>) {
+        if kindCode.elementsEqual("note".utf8) {
+            guard let uuid = UUIDText.parse(bytes: idText) else { return nil }
+            self = .note(NoteID(uuid))
+        } else if kindCode.elementsEqual("folder".utf8) {
+            guard let uuid = UUIDText.parse(bytes: idText) else { return nil }
+            self = .folder(FolderID(uuid))
+        } else {
+            self.init(
+                kindCode: String(decoding: kindCode, as: UTF8.self), idText: String(decoding: idText, as: UTF8.self))
+        }
+    }
+
     init?(kindCode: String, idText: String) {
         switch kindCode {
         case "root": self = .root

@@ -11,42 +11,37 @@ enum UUIDText {
     /// for anything else it might accept.
     static func parse(_ text: String) -> UUID? {
         var text = text
-        let fast: UUID?? = text.withUTF8 { bytes -> UUID?? in
-            guard bytes.count == textLength else { return .none }
-            var raw = [UInt8](repeating: 0, count: 16)
-            var index = 0
-            var high: UInt8? = nil
-            for offset in 0..<textLength {
-                let byte = bytes[offset]
+        if let parsed = text.withUTF8({ parse(bytes: $0) }) { return parsed }
+        return UUID(uuidString: text)
+    }
+
+    /// Parses the canonical `8-4-4-4-12` hex form (either case) straight from
+    /// a column's bytes, with no string and no allocation; nil for anything else.
+    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard bytes.count == textLength else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let complete = withUnsafeMutableBytes(of: &raw) { out -> Bool in
+            var offset = 0
+            for index in 0..<16 {
                 if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
-                    guard byte == UInt8(ascii: "-") else { return .some(nil) }
-                    continue
+                    guard bytes[offset] == UInt8(ascii: "-") else { return false }
+                    offset += 1
                 }
-                let value: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10
-                default: return .some(nil)
-                }
-                if let first = high {
-                    raw[index] = first << 4 | value
-                    index += 1
-                    high = nil
-                } else {
-                    high = value
-                }
+                guard let high = hexValue(bytes[offset]), let low = hexValue(bytes[offset + 1]) else { return false }
+                out[index] = high << 4 | low
+                offset += 2
             }
-            return .some(
-                UUID(
-                    uuid: (
-                        raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10],
-                        raw[11], raw[12], raw[13], raw[14], raw[15]
-                    )))
+            return true
         }
-        switch fast {
-        case .some(let parsed?): return parsed
-        case .some(nil), .none: return UUID(uuidString: text)
+        return complete ? UUID(uuid: raw) : nil
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
         }
     }
 
