@@ -7,11 +7,11 @@ public struct NoteID: Hashable, Comparable, Sendable, Codable, CustomStringConve
     public init() { self.uuid = UUID() }
     /// Parses the canonical text form; nil when `text` is not a UUID.
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
+        guard let uuid = UUIDText.parse(text) else { return nil }
         self.uuid = uuid
     }
-    public var description: String { uuid.uuidString.lowercased() }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
+    public var description: String { UUIDText.format(uuid) }
+    public static func < (lhs: Self, rhs: Self) -> Bool { UUIDText.precedes(lhs.uuid, rhs.uuid) }
     public init(from decoder: any Decoder) throws { self.uuid = try UUID(lowercasedFrom: decoder) }
     public func encode(to encoder: any Encoder) throws { try uuid.encodeLowercased(to: encoder) }
 }
@@ -22,11 +22,11 @@ public struct FolderID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     public init(_ uuid: UUID) { self.uuid = uuid }
     public init() { self.uuid = UUID() }
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
+        guard let uuid = UUIDText.parse(text) else { return nil }
         self.uuid = uuid
     }
-    public var description: String { uuid.uuidString.lowercased() }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
+    public var description: String { UUIDText.format(uuid) }
+    public static func < (lhs: Self, rhs: Self) -> Bool { UUIDText.precedes(lhs.uuid, rhs.uuid) }
     public init(from decoder: any Decoder) throws { self.uuid = try UUID(lowercasedFrom: decoder) }
     public func encode(to encoder: any Encoder) throws { try uuid.encodeLowercased(to: encoder) }
 }
@@ -37,11 +37,11 @@ public struct ChangeID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     public init(_ uuid: UUID) { self.uuid = uuid }
     public init() { self.uuid = UUID() }
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
+        guard let uuid = UUIDText.parse(text) else { return nil }
         self.uuid = uuid
     }
-    public var description: String { uuid.uuidString.lowercased() }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
+    public var description: String { UUIDText.format(uuid) }
+    public static func < (lhs: Self, rhs: Self) -> Bool { UUIDText.precedes(lhs.uuid, rhs.uuid) }
     public init(from decoder: any Decoder) throws { self.uuid = try UUID(lowercasedFrom: decoder) }
     public func encode(to encoder: any Encoder) throws { try uuid.encodeLowercased(to: encoder) }
 }
@@ -52,11 +52,11 @@ public struct DeviceID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     public init(_ uuid: UUID) { self.uuid = uuid }
     public init() { self.uuid = UUID() }
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
+        guard let uuid = UUIDText.parse(text) else { return nil }
         self.uuid = uuid
     }
-    public var description: String { uuid.uuidString.lowercased() }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
+    public var description: String { UUIDText.format(uuid) }
+    public static func < (lhs: Self, rhs: Self) -> Bool { UUIDText.precedes(lhs.uuid, rhs.uuid) }
     public init(from decoder: any Decoder) throws { self.uuid = try UUID(lowercasedFrom: decoder) }
     public func encode(to encoder: any Encoder) throws { try uuid.encodeLowercased(to: encoder) }
 }
@@ -73,7 +73,7 @@ extension UUID {
     init(lowercasedFrom decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
-        guard let uuid = UUID(uuidString: text) else {
+        guard let uuid = UUIDText.parse(text) else {
             throw DecodingError.dataCorruptedError(
                 in: container, debugDescription: "'\(text.prefix(64))' is not a UUID")
         }
@@ -82,6 +82,6 @@ extension UUID {
 
     func encodeLowercased(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
-        try container.encode(uuidString.lowercased())
+        try container.encode(UUIDText.format(self))
     }
 }

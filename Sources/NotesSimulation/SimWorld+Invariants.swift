@@ -42,7 +42,7 @@ extension SimWorld {
                 "SELECT id, parent_id, deleted FROM entities WHERE account_id = ? AND kind = 'folder'",
                 arguments: [account.rawValue]
             ) { row in
-                if let id = UUID(uuidString: row.string(0)) {
+                if let id = UUIDText.parse(row.string(0)) {
                     folders[id] = (row.optionalString(1).flatMap(UUID.init(uuidString:)), row.bool(2))
                 }
                 return true

@@ -137,13 +137,7 @@ public final class NotesStore: @unchecked Sendable {
     /// `synchronous=FULL`, which syncs the WAL (used by `fsync()`).
     public func durableSync() throws(StoreError) {
         try StoreError.wrap {
-            try queue.sync { db in
-                try db.execute("PRAGMA synchronous=FULL")
-                defer { try? db.execute("PRAGMA synchronous=NORMAL") }
-                try db.transaction {
-                    try db.run("UPDATE sync_state SET durable_syncs = durable_syncs + 1 WHERE id = 1")
-                }
-            }
+            try queue.sync { db in try db.syncWriteAheadLog() }
         }
     }
 

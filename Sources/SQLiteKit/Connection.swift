@@ -254,6 +254,20 @@ public final class Connection {
         }
     }
 
+    /// Makes every transaction committed so far survive power loss by syncing
+    /// the write-ahead log (what a `synchronous=FULL` commit does at its end),
+    /// without writing a transaction of its own. Nothing to do when no log is open.
+    public func syncWriteAheadLog() throws(SQLiteError) {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        let code = sqlite3_file_control(handle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file)
+        guard code == SQLITE_OK else { throw error(code: code, sql: nil) }
+        guard let file, let sync = file.pointee.pMethods?.pointee.xSync else { return }
+        let result = sync(file, SQLITE_SYNC_NORMAL)
+        guard result == SQLITE_OK else {
+            throw SQLiteError(code: result, message: "cannot sync the write-ahead log of \(path)")
+        }
+    }
+
     /// `PRAGMA user_version`, used for schema versions.
     public var userVersion: Int {
         get throws(SQLiteError) { try queryOne("PRAGMA user_version") { $0.int(0) } ?? 0 }

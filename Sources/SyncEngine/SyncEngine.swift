@@ -251,7 +251,7 @@ public actor SyncEngine {
                 epoch = page.epoch
             }
             index += page.entries.map {
-                IndexedVersion(kind: $0.kind, entityID: $0.id.uuidString.lowercased(), version: $0.version)
+                IndexedVersion(kind: $0.kind, entityID: UUIDText.format($0.id), version: $0.version)
             }
             after = page.nextAfter
             if !page.hasMore || after == nil { break }
@@ -270,7 +270,7 @@ public actor SyncEngine {
 
     private func fetchAll(_ wanted: [IndexedVersion]) async throws -> [RemoteEntity] {
         var remaining = wanted.compactMap { entry in
-            UUID(uuidString: entry.entityID).map { EntityRef(kind: entry.kind, id: $0) }
+            UUIDText.parse(entry.entityID).map { EntityRef(kind: entry.kind, id: $0) }
         }
         var fetched: [RemoteEntity] = []
         for _ in 0..<configuration.roundsPerRunMax where !remaining.isEmpty {

@@ -23,7 +23,7 @@ public enum WireMapping {
 
     /// The wire form of a frozen outbox change; nil when its id is not a UUID.
     public static func change(_ outgoing: OutgoingChange) -> Change? {
-        guard let id = UUID(uuidString: outgoing.entityID) else { return nil }
+        guard let id = UUIDText.parse(outgoing.entityID) else { return nil }
         let op: ChangeOperation = outgoing.isDelete ? .delete : .put
         return Change(
             changeId: outgoing.changeID, kind: outgoing.kind, id: id, op: op, baseVersion: outgoing.baseVersion,
@@ -34,7 +34,7 @@ public enum WireMapping {
     /// Nil when a note body cannot be decoded (the row is treated as unreadable).
     public static func remote(_ version: EntityVersion) -> RemoteEntity? {
         var entity = RemoteEntity(
-            kind: version.kind, entityID: version.id.uuidString.lowercased(), version: version.version,
+            kind: version.kind, entityID: UUIDText.format(version.id), version: version.version,
             deleted: version.deleted)
         if !version.deleted {
             switch version.kind {

@@ -16,13 +16,13 @@ public struct EntityRef: Hashable, Comparable, Sendable, Codable, CustomStringCo
     public static func folder(_ id: FolderID) -> EntityRef { EntityRef(kind: .folder, id: id.uuid) }
 
     /// `note:<id>` or `folder:<id>`, with the id in lowercase.
-    public var description: String { "\(kind.rawValue):\(id.uuidString.lowercased())" }
+    public var description: String { "\(kind.rawValue):\(UUIDText.format(id))" }
 
     /// Parses `description`; nil for anything else.
     public init?(_ text: String) {
         guard let colon = text.firstIndex(of: ":"),
             let kind = EntityKind(rawValue: String(text[..<colon])),
-            let id = UUID(uuidString: String(text[text.index(after: colon)...]))
+            let id = UUIDText.parse(String(text[text.index(after: colon)...]))
         else { return nil }
         self.init(kind: kind, id: id)
     }
@@ -30,7 +30,7 @@ public struct EntityRef: Hashable, Comparable, Sendable, Codable, CustomStringCo
     /// Ordered by kind, then by the lowercase id text: the lock order of DESIGN.md.
     public static func < (lhs: Self, rhs: Self) -> Bool {
         if lhs.kind != rhs.kind { return lhs.kind < rhs.kind }
-        return lhs.id.uuidString.lowercased() < rhs.id.uuidString.lowercased()
+        return UUIDText.precedes(lhs.id, rhs.id)
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable { case kind, id }

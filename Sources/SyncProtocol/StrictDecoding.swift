@@ -1,4 +1,5 @@
 import Foundation
+import NotesModel
 
 /// A coding key for any field name, used to list the fields a client sent.
 struct AnyCodingKey: CodingKey {
@@ -29,7 +30,7 @@ extension KeyedDecodingContainer {
     /// Decodes a lowercase or uppercase UUID string.
     func decodeUUID(forKey key: Key) throws -> UUID {
         let text = try decode(String.self, forKey: key)
-        guard let uuid = UUID(uuidString: text) else {
+        guard let uuid = UUIDText.parse(text) else {
             throw DecodingError.dataCorruptedError(
                 forKey: key, in: self, debugDescription: "'\(text.prefix(64))' is not a UUID")
         }
@@ -46,7 +47,7 @@ extension KeyedDecodingContainer {
 extension KeyedEncodingContainer {
     /// Encodes a UUID in the canonical lowercase text form.
     mutating func encodeUUID(_ uuid: UUID, forKey key: Key) throws {
-        try encode(uuid.uuidString.lowercased(), forKey: key)
+        try encode(UUIDText.format(uuid), forKey: key)
     }
 
     /// Encodes nil as an explicit JSON null, so the field is always present.

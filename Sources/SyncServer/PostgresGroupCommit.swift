@@ -623,7 +623,7 @@ final class PostgresGroupPushTransaction: PushTransaction {
             """
             SELECT \(PostgresServerStore.entityColumns) FROM entities e
             WHERE e.account_id = $1 AND e.kind = $2 AND e.id = $3::uuid
-            """, account.rawValue, ref.kind.rawValue, ref.id.uuidString.lowercased())
+            """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id))
         return rows.rowCount == 0 ? nil : try PostgresServerStore.entity(rows, 0, from: 0)
     }
 

@@ -67,7 +67,7 @@ final class PostgresPushTransaction: PushTransaction {
             """
             SELECT \(PostgresServerStore.entityColumns) FROM entities e
             WHERE e.account_id = $1 AND e.kind = $2 AND e.id = $3::uuid
-            """, account.rawValue, ref.kind.rawValue, ref.id.uuidString.lowercased())
+            """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id))
         return rows.rowCount == 0 ? nil : try PostgresServerStore.entity(rows, 0, from: 0)
     }
 
@@ -104,10 +104,10 @@ final class PostgresPushTransaction: PushTransaction {
         var parts: [String] = []
         if !writes.isEmpty {
             let rows = writes.map { entity in
-                "($1, \(placeholder(.text(entity.ref.kind.rawValue))), \(placeholder(.text(entity.ref.id.uuidString.lowercased())))::uuid, "
+                "($1, \(placeholder(.text(entity.ref.kind.rawValue))), \(placeholder(.text(UUIDText.format(entity.ref.id))))::uuid, "
                     + "\(placeholder(.int(entity.version))), \(placeholder(.text(entity.changeId.description)))::uuid, "
                     + "\(placeholder(.bool(entity.deleted))), \(placeholder(.text(entity.name))), \(placeholder(.bytes(entity.body))), "
-                    + "\(placeholder(entity.parentId.map { .text($0.uuidString.lowercased()) } ?? .null))::uuid, "
+                    + "\(placeholder(entity.parentId.map { .text(UUIDText.format($0)) } ?? .null))::uuid, "
                     + "\(placeholder(.int(SQLiteServerStore.milliseconds(entity.updatedAt)))))"
             }
             parts.append(

@@ -307,7 +307,7 @@ public final class PostgresServerStore: ServerStore {
 
     public func index(account: AccountID, after: EntityRef?, rowsMax: Int) async throws -> IndexRead {
         try await run { connection in
-            let start = after.map { ($0.kind.rawValue, $0.id.uuidString.lowercased()) }
+            let start = after.map { ($0.kind.rawValue, UUIDText.format($0.id)) }
                 ?? ("", "00000000-0000-0000-0000-000000000000")
             let rows = try connection.execute(
                 """
@@ -524,7 +524,7 @@ public final class PostgresServerStore: ServerStore {
     /// are enum raw values and UUIDs, which need no quoting.
     static func arrays(_ refs: [EntityRef]) -> (String, String) {
         ("{" + refs.map(\.kind.rawValue).joined(separator: ",") + "}",
-         "{" + refs.map { $0.id.uuidString.lowercased() }.joined(separator: ",") + "}")
+         "{" + refs.map { UUIDText.format($0.id) }.joined(separator: ",") + "}")
     }
 
     static let summarySelect = """

@@ -49,7 +49,7 @@ enum PayloadHash {
             hasher.update(CollectionOfOne(UInt8(0)))
         }
         field(change.kind.rawValue)
-        field(change.id.uuidString.lowercased())
+        field(UUIDText.format(change.id))
         field(change.op.rawValue)
         field(change.baseVersion.map(String.init) ?? "null")
         if let note = change.note {

@@ -174,7 +174,7 @@ public final class SQLiteServerStore: ServerStore {
     public func index(account: AccountID, after: EntityRef?, rowsMax: Int) async throws -> IndexRead {
         try await read { connection in
             let head = try Self.head(connection, account: account)
-            let start = after.map { ($0.kind.rawValue, $0.id.uuidString.lowercased()) } ?? ("", "")
+            let start = after.map { ($0.kind.rawValue, UUIDText.format($0.id)) } ?? ("", "")
             var entries = try connection.query(
                 """
                 SELECT kind, id, version FROM entities
@@ -194,7 +194,7 @@ public final class SQLiteServerStore: ServerStore {
             var read = FetchRead(found: [], notFound: [], omitted: [])
             var bytes = 0
             for ref in refs {
-                let key: [any SQLBindable] = [account.rawValue, ref.kind.rawValue, ref.id.uuidString.lowercased()]
+                let key: [any SQLBindable] = [account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id)]
                 guard
                     let size = try connection.queryOne(
                         """
@@ -317,7 +317,7 @@ public final class SQLiteServerStore: ServerStore {
     }
 
     static func uuid(_ text: String) throws -> UUID {
-        guard let uuid = UUID(uuidString: text) else {
+        guard let uuid = UUIDText.parse(text) else {
             throw ServerStoreError.failure("stored id '\(text)' is not a UUID")
         }
         return uuid
@@ -404,7 +404,7 @@ final class SQLitePushTransaction: PushTransaction {
             """
             SELECT \(SQLiteServerStore.entityColumns) FROM entities
             WHERE account_id = ? AND kind = ? AND id = ?
-            """, account.rawValue, ref.kind.rawValue, ref.id.uuidString.lowercased(), map: SQLiteServerStore.entity)
+            """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id), map: SQLiteServerStore.entity)
     }
 
     func write(_ entity: StoredEntity) throws {
@@ -418,9 +418,9 @@ final class SQLitePushTransaction: PushTransaction {
                 updated_at = excluded.updated_at
             """,
             arguments: [
-                account.rawValue, entity.ref.kind.rawValue, entity.ref.id.uuidString.lowercased(), entity.version,
+                account.rawValue, entity.ref.kind.rawValue, UUIDText.format(entity.ref.id), entity.version,
                 entity.changeId.description, entity.deleted, entity.name, entity.body,
-                entity.parentId.map { $0.uuidString.lowercased() }, SQLiteServerStore.milliseconds(entity.updatedAt),
+                entity.parentId.map { UUIDText.format($0) }, SQLiteServerStore.milliseconds(entity.updatedAt),
             ])
     }
 

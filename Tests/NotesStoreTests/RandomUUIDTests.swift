@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import NotesModel
 @testable import NotesStore
 
 @Suite struct RandomUUIDTests {

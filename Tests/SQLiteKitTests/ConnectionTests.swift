@@ -22,6 +22,24 @@ import Testing
         #expect(row.4)
     }
 
+    @Test func syncingTheWriteAheadLogWritesNoTransaction() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("db.sqlite")
+        let db = try Connection(path: path)
+        try db.syncWriteAheadLog()  // nothing written yet: nothing to sync
+        try db.execute("CREATE TABLE t(s TEXT)")
+        try db.run("INSERT INTO t VALUES (?)", "kept")
+        let walSize = { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? nil }
+        let before = try #require(walSize())
+        #expect(before > 0)
+        try db.syncWriteAheadLog()
+        try db.syncWriteAheadLog()
+        #expect(walSize() == before)
+        let reader = try Connection(path: path, options: Connection.Options(mode: .readOnly))
+        #expect(try reader.queryOne("SELECT s FROM t") { $0.string(0) } == "kept")
+    }
+
     @Test func textWithNULCharactersIsKeptWhole() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

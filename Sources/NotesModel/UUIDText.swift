@@ -2,14 +2,16 @@ import Foundation
 
 /// The canonical lowercase text form of ids, parsed and made without
 /// Foundation's `UUID(uuidString:)` (sscanf) and `uuidString.lowercased()`
-/// (two strings): every listed entry and every row lookup goes through these.
-enum UUIDText {
+/// (two strings): every id written to or read from a database row, a listing
+/// entry or the wire goes through these.
+public enum UUIDText {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-    static let textLength = 36
+    /// The length of the canonical form.
+    public static let textLength = 36
 
     /// Parses `8-4-4-4-12` hex digits (either case); falls back to Foundation
     /// for anything else it might accept.
-    static func parse(_ text: String) -> UUID? {
+    public static func parse(_ text: String) -> UUID? {
         var text = text
         if let parsed = text.withUTF8({ parse(bytes: $0) }) { return parsed }
         return UUID(uuidString: text)
@@ -17,7 +19,7 @@ enum UUIDText {
 
     /// Parses the canonical `8-4-4-4-12` hex form (either case) straight from
     /// a column's bytes, with no string and no allocation; nil for anything else.
-    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+    public static func parse(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
         guard bytes.count == textLength else { return nil }
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let complete = withUnsafeMutableBytes(of: &raw) { out -> Bool in
@@ -45,8 +47,19 @@ enum UUIDText {
         }
     }
 
+    /// True when `a`'s lowercase text sorts before `b`'s. Hex digits keep byte
+    /// order ('0'–'9' before 'a'–'f') and the dashes sit at fixed places, so
+    /// comparing the 16 bytes gives the text order without making the text.
+    public static func precedes(_ a: UUID, _ b: UUID) -> Bool {
+        withUnsafeBytes(of: a.uuid) { left in
+            withUnsafeBytes(of: b.uuid) { right in
+                left.lexicographicallyPrecedes(right)
+            }
+        }
+    }
+
     /// The lowercase text form, as `NoteID.description` gives it.
-    static func format(_ uuid: UUID) -> String {
+    public static func format(_ uuid: UUID) -> String {
         withUnsafeBytes(of: uuid.uuid) { raw in
             String(unsafeUninitializedCapacity: textLength) { buffer in
                 var out = 0

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import NotesStore
+import NotesModel
 
 @Suite struct UUIDTextTests {
     @Test func formattingMatchesFoundationsLowercaseText() {
@@ -23,5 +23,21 @@ import Testing
     func textThatIsNotAUUIDIsRefused(text: String) {
         #expect(UUIDText.parse(text) == nil)
         #expect(UUID(uuidString: text) == nil)
+    }
+
+    @Test func byteOrderIsTheOrderOfTheLowercaseText() {
+        var generator = SystemRandomNumberGenerator()
+        // Ids that share long prefixes, so every byte position decides some pairs.
+        let ids = (0..<300).map { _ in
+            UUID(uuid: (
+                0, UInt8.random(in: 0...2, using: &generator), 0, 0, 0, 0, 0, 0,
+                UInt8.random(in: 0...255, using: &generator), 0, 0, 0, 0, 0, 0,
+                UInt8.random(in: 0...255, using: &generator)))
+        } + (0..<100).map { _ in UUID() }
+        for (a, b) in zip(ids, ids.shuffled()) {
+            #expect(UUIDText.precedes(a, b) == (UUIDText.format(a) < UUIDText.format(b)))
+            #expect((NoteID(a) < NoteID(b)) == (NoteID(a).description < NoteID(b).description))
+        }
+        #expect(!UUIDText.precedes(ids[0], ids[0]))
     }
 }
