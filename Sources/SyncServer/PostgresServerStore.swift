@@ -60,13 +60,22 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    /// The handler of other processes' commits.
+    struct CommitObserver: Sendable {
+        let call: @Sendable (AccountID) -> Void
+    }
+
     /// What the listener shares with the store.
     private final class Shared: Sendable {
         let epoch: Mutex<String>
-        let observer = Mutex<(@Sendable (AccountID) -> Void)?>(nil)
+        /// Kept inside a struct: a bare function value read back through
+        /// `withLock { $0 }` is re-wrapped in two reabstraction thunks on every
+        /// read (the inout access writes it back wrapped), so each call got
+        /// slower and deeper until the stack ran out.
+        let observer = Mutex<CommitObserver?>(nil)
         /// This store's random id: its own notifications are skipped (a local
         /// push wakes local polls directly).
-        let instance = UUID().uuidString.lowercased()
+        let instance = UUIDText.format(UUID())
         /// Live tokens looked up lately: token id → record and when it expires.
         let tokens = Mutex<[String: (record: TokenRecord, expires: ContinuousClock.Instant)]>([:])
         init(epoch: String) { self.epoch = Mutex(epoch) }
@@ -139,7 +148,7 @@ public final class PostgresServerStore: ServerStore {
     /// another store object) makes; `notesfs serve` passes its notifier's
     /// `notify`, so long polls wake in every process.
     public func onRemoteCommit(_ handler: @escaping @Sendable (AccountID) -> Void) {
-        shared.observer.withLock { $0 = handler }
+        shared.observer.withLock { $0 = CommitObserver(call: handler) }
     }
 
     private static func received(_ notification: PostgresConnection.Notification?, _ shared: Shared) {
@@ -154,7 +163,7 @@ public final class PostgresServerStore: ServerStore {
         } else if parts.count == 2, parts[0] == "t", let raw = Int64(parts[1]) {
             shared.forgetTokens(of: AccountID(raw))
         } else if parts.count == 3, parts[0] == "c", parts[1] != shared.instance, let raw = Int64(parts[2]) {
-            shared.observer.withLock { $0 }?(AccountID(raw))
+            shared.observer.withLock { $0 }?.call(AccountID(raw))
         }
     }
 

@@ -3,6 +3,7 @@ import NotesFS
 import NotesModel
 import NotesStore
 import TestSupport
+import Synchronization
 import Testing
 
 /// Mounts inside the test process so the test can change the store behind the
@@ -39,6 +40,26 @@ struct InvalidationTests {
         try mounted.store.replaceBody(of: id, with: Data("second, longer text\n".utf8))
         mounted.mount.waitForInvalidations()
         #expect(try fixture.sh("cat n.md") == "second, longer text\n")
+    }
+
+    /// The hook the sync engine hangs on fsyncs and closes: calling it must
+    /// cost the same after many calls (a function value kept bare in a Mutex
+    /// was re-wrapped on every read, so each call went two frames deeper).
+    @Test func theCloseHookRunsAtTheSameDepthAfterManyFsyncs() throws {
+        let mounted = try InProcessMount()
+        defer { mounted.stop() }
+        let depths = Mutex<[Int]>([])
+        mounted.mount.hooks.onFileClosed {
+            let depth = Thread.callStackReturnAddresses.count
+            depths.withLock { $0.append(depth) }
+        }
+        _ = try mounted.fixture.sh("for i in $(seq 1 120); do echo $i | dd of=n.md conv=fsync status=none; done")
+        let seen = depths.withLock { $0 }
+        #expect(seen.count >= 120)
+        let deepest = try #require(seen.max()), shallowest = try #require(seen.min())
+        // The same callers every time (fsync on a FUSE thread): a few frames
+        // apart at most, never growing with the count.
+        #expect(deepest - shallowest < 20, "close hook depth ranged \(shallowest)…\(deepest)")
     }
 
     @Test func aNameAddedOutsideTheMountAppearsDespiteACachedMiss() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import NotesModel
 import PostgresKit
 import SyncServer
 import Synchronization
@@ -100,6 +101,41 @@ import TestSupport
         #expect(revoked, "the other store still accepts a revoked token after 2 s")
         await revoker.close()
         await server.close()
+    }
+
+    /// `notesfs serve` hangs its long-poll notifier on other processes'
+    /// commits: the handler must run at the same depth however many arrived
+    /// (a function value kept bare in a Mutex was re-wrapped on every read, so
+    /// each notification went two frames deeper, slower and slower).
+    @Test func theRemoteCommitHandlerRunsAtTheSameDepthAfterManyNotifications() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let conninfo = try PostgresTestCluster.conninfo(schema: "n_" + UUID().uuidString.prefix(8).lowercased())
+        let writer = try PostgresServerStore(conninfo: conninfo)
+        let listener = try PostgresServerStore(conninfo: conninfo)
+        let depths = Mutex<[Int]>([])
+        listener.onRemoteCommit { _ in
+            let depth = Thread.callStackReturnAddresses.count
+            depths.withLock { $0.append(depth) }
+        }
+        let account = try await writer.createAccount(name: "eve", at: Date())
+        for _ in 0..<60 {
+            try await writer.push(account: account) { transaction in
+                let version = try transaction.lockAccount() + 1
+                try transaction.write(
+                    StoredEntity(
+                        ref: .note(NoteID()), version: version, changeId: ChangeID(), deleted: false, name: "n.md",
+                        body: Data("x".utf8), parentId: nil, updatedAt: Date()))
+                try transaction.setCounter(version)
+            }
+        }
+        for _ in 0..<100 where depths.withLock({ $0.count }) < 60 { try await Task.sleep(for: .milliseconds(50)) }
+        let seen = depths.withLock { $0 }
+        // Notifications queued together are sent once, so fewer may arrive.
+        #expect(seen.count >= 20, "only \(seen.count) of 60 commits were heard")
+        let deepest = try #require(seen.max()), shallowest = try #require(seen.min())
+        #expect(deepest - shallowest < 20, "handler depth ranged \(shallowest)…\(deepest)")
+        await writer.close()
+        await listener.close()
     }
 
     @Test func aDeadlockIsReportedAsARetryableTransactionFailure() async throws {
