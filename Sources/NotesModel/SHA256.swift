@@ -35,15 +35,30 @@ public struct SHA256: Sendable {
         }.joined()
     }
 
+    /// Adds `bytes` to the message. Contiguous bytes (arrays, `Data`) are
+    /// hashed in place, block by block; other sequences are copied first.
     public mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
-        for byte in bytes {
-            pending.append(byte)
-            totalBytes &+= 1
-            if pending.count == 64 {
-                compress(pending)
-                pending.removeAll(keepingCapacity: true)
-            }
+        let done: Void? = bytes.withContiguousStorageIfAvailable { absorb($0) }
+        if done == nil { Array(bytes).withUnsafeBufferPointer { absorb($0) } }
+    }
+
+    private mutating func absorb(_ bytes: UnsafeBufferPointer<UInt8>) {
+        totalBytes &+= UInt64(bytes.count)
+        var offset = 0
+        if !pending.isEmpty {
+            let taken = min(64 - pending.count, bytes.count)
+            pending.append(contentsOf: bytes[0..<taken])
+            offset = taken
+            guard pending.count == 64 else { return }
+            let block = pending
+            block.withUnsafeBufferPointer { compress($0) }
+            pending.removeAll(keepingCapacity: true)
         }
+        while bytes.count - offset >= 64 {
+            compress(UnsafeBufferPointer(rebasing: bytes[offset..<offset + 64]))
+            offset += 64
+        }
+        if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
     }
 
     public mutating func finalize() -> [UInt8] {
@@ -54,8 +69,10 @@ public struct SHA256: Sendable {
         for shift in stride(from: 56, through: 0, by: -8) {
             tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
-        for start in stride(from: 0, to: tail.count, by: 64) {
-            compress(Array(tail[start..<start + 64]))
+        tail.withUnsafeBufferPointer { tail in
+            for start in stride(from: 0, to: tail.count, by: 64) {
+                compress(UnsafeBufferPointer(rebasing: tail[start..<start + 64]))
+            }
         }
         pending.removeAll()
         return state.flatMap { word in
@@ -64,36 +81,42 @@ public struct SHA256: Sendable {
         }
     }
 
-    private mutating func compress(_ block: [UInt8]) {
-        var words = [UInt32](repeating: 0, count: 64)
-        for index in 0..<16 {
-            words[index] =
-                UInt32(block[index * 4]) << 24 | UInt32(block[index * 4 + 1]) << 16
-                | UInt32(block[index * 4 + 2]) << 8 | UInt32(block[index * 4 + 3])
+    /// One 64-byte block.
+    private mutating func compress(_ block: UnsafeBufferPointer<UInt8>) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { words in
+            for index in 0..<16 {
+                words[index] =
+                    UInt32(block[index * 4]) << 24 | UInt32(block[index * 4 + 1]) << 16
+                    | UInt32(block[index * 4 + 2]) << 8 | UInt32(block[index * 4 + 3])
+            }
+            for index in 16..<64 {
+                let s0 =
+                    rotateRight(words[index - 15], 7) ^ rotateRight(words[index - 15], 18) ^ (words[index - 15] >> 3)
+                let s1 =
+                    rotateRight(words[index - 2], 17) ^ rotateRight(words[index - 2], 19) ^ (words[index - 2] >> 10)
+                words[index] = words[index - 16] &+ s0 &+ words[index - 7] &+ s1
+            }
+            var (a, b, c, d, e, f, g, h) = (
+                state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7]
+            )
+            for index in 0..<64 {
+                let s1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
+                let choose = (e & f) ^ (~e & g)
+                let temp1 = h &+ s1 &+ choose &+ Self.roundConstants[index] &+ words[index]
+                let s0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
+                let majority = (a & b) ^ (a & c) ^ (b & c)
+                let temp2 = s0 &+ majority
+                (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ temp2)
+            }
+            state[0] &+= a
+            state[1] &+= b
+            state[2] &+= c
+            state[3] &+= d
+            state[4] &+= e
+            state[5] &+= f
+            state[6] &+= g
+            state[7] &+= h
         }
-        for index in 16..<64 {
-            let s0 = rotateRight(words[index - 15], 7) ^ rotateRight(words[index - 15], 18) ^ (words[index - 15] >> 3)
-            let s1 = rotateRight(words[index - 2], 17) ^ rotateRight(words[index - 2], 19) ^ (words[index - 2] >> 10)
-            words[index] = words[index - 16] &+ s0 &+ words[index - 7] &+ s1
-        }
-        var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
-        for index in 0..<64 {
-            let s1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
-            let choose = (e & f) ^ (~e & g)
-            let temp1 = h &+ s1 &+ choose &+ Self.roundConstants[index] &+ words[index]
-            let s0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let temp2 = s0 &+ majority
-            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ temp2)
-        }
-        state[0] &+= a
-        state[1] &+= b
-        state[2] &+= c
-        state[3] &+= d
-        state[4] &+= e
-        state[5] &+= f
-        state[6] &+= g
-        state[7] &+= h
     }
 
     private func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 {

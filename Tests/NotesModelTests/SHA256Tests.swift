@@ -20,6 +20,26 @@ import Testing
         #expect(SHA256.hexHash(input) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    @Test func piecesOfAnySizeHashLikeTheWhole() {
+        var generator = SystemRandomNumberGenerator()
+        let message = (0..<1_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let whole = SHA256.hash(message)
+        for _ in 0..<50 {
+            var hasher = SHA256()
+            var offset = 0
+            var contiguous = true
+            while offset < message.count {
+                let length = min(Int.random(in: 0...150, using: &generator), message.count - offset)
+                let piece = message[offset..<offset + length]
+                // Alternate contiguous pieces with a lazy sequence that has no contiguous storage.
+                if contiguous { hasher.update(Data(piece)) } else { hasher.update(piece.lazy.map { $0 }) }
+                contiguous.toggle()
+                offset += length
+            }
+            #expect(hasher.finalize() == whole)
+        }
+    }
+
     @Test func nameBasedIDsAreStableAndDistinct() {
         let namespace = UUID()
         #expect(NameBasedID.make(namespace: namespace, name: "Work") == NameBasedID.make(namespace: namespace, name: "Work"))
