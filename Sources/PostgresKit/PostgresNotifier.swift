@@ -91,7 +91,12 @@ public final class PostgresNotifier: Sendable {
     /// A PostgreSQL text[] literal, every element quoted and escaped.
     static func arrayLiteral(_ items: [String]) -> String {
         let quoted = items.map { item in
-            "\"" + item.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            // Payloads are ids and numbers: escape only when there is something to escape.
+            guard item.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else {
+                return "\"" + item + "\""
+            }
+            return "\"" + item.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                + "\""
         }
         return "{" + quoted.joined(separator: ",") + "}"
     }

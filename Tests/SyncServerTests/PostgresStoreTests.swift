@@ -138,6 +138,27 @@ import TestSupport
         await listener.close()
     }
 
+    @Test func notificationsArriveIntactWhateverTheirText() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let conninfo = try PostgresTestCluster.conninfo(schema: "q_" + UUID().uuidString.prefix(8).lowercased())
+        let channel = "notesfs_test_" + UUID().uuidString.prefix(8).lowercased()
+        let received = Mutex<Set<String>>([])
+        let listener = try PostgresListener(conninfo: conninfo, channel: channel) { notification in
+            guard let notification else { return }
+            _ = received.withLock { $0.insert(notification.payload) }
+        }
+        defer { listener.stop() }
+        let notifier = PostgresNotifier(conninfo: conninfo, channel: channel)
+        defer { notifier.stop() }
+        let payloads: Set<String> = ["c:plain:1", #"a "quoted" one"#, #"back\slash and \""#, "{braces}, commas", "ünïcödé"]
+        // Sent again until all arrive: the listener may not be listening yet.
+        for _ in 0..<50 where received.withLock({ $0 }) != payloads {
+            for payload in payloads { notifier.notify(payload) }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(received.withLock { $0 } == payloads)
+    }
+
     @Test func aDeadlockIsReportedAsARetryableTransactionFailure() async throws {
         guard let cluster = PostgresTestCluster.cluster() else { return }
         let database = cluster.conninfo()
