@@ -90,11 +90,40 @@ extension NotesStore {
     public func list(
         directory: DirectoryRef, afterCookie: Int64 = 0, limit: Int = 1_000
     ) throws(StoreError) -> [Entry] {
-        var page = try readOneStatement { db in
-            try db.query(Self.listSelect, directory.key, afterCookie, limit) {
-                Self.entry(from: $0, parent: directory)
-            }.compactMap { $0 }
+        try StoreError.wrap {
+            try queue.sync { db in
+                // The stamp is taken before the listing is read: a commit in
+                // between can only make the kept listing look older than it
+                // is (a later miss), never newer.
+                let stamp = ListingCache.Stamp(
+                    ownChanges: db.totalChanges,
+                    dataVersion: try db.queryOne("PRAGMA data_version") { $0.int64(0) } ?? 0)
+                switch listingCache.listing(of: directory, at: stamp) {
+                case .entries(let all):
+                    return ListingCache.page(of: all, after: afterCookie, limit: limit)
+                case .tooLarge:
+                    return try Self.listPage(db, directory, after: afterCookie, limit: limit)
+                case .unknown:
+                    let most = ListingCache.entriesPerDirectoryMax
+                    let all = try Self.listPage(db, directory, after: 0, limit: most + 1)
+                    guard all.count <= most else {
+                        listingCache.keep(nil, of: directory, at: stamp)
+                        return try Self.listPage(db, directory, after: afterCookie, limit: limit)
+                    }
+                    listingCache.keep(all, of: directory, at: stamp)
+                    return ListingCache.page(of: all, after: afterCookie, limit: limit)
+                }
+            }
         }
+    }
+
+    /// One page of a listing from the database, in cookie order.
+    private static func listPage(_ db: Connection, _ directory: DirectoryRef, after cookie: Int64, limit: Int) throws
+        -> [Entry]
+    {
+        var page = try db.query(listSelect, directory.key, cookie, limit) {
+            entry(from: $0, parent: directory)
+        }.compactMap { $0 }
         page.sort { $0.cookie < $1.cookie }
         return page
     }

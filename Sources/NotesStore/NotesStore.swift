@@ -17,6 +17,8 @@ public final class NotesStore: @unchecked Sendable {
     /// The last free-space answer (monotonic time, free bytes); see `ensureFreeSpace`.
     private let freeSpaceCheck = Mutex<(checkedAt: UInt64, freeBytes: Int64)?>(nil)
     private let directoryPath: String
+    /// Whole listings kept while the database is unchanged (warm walks).
+    let listingCache = ListingCache()
     /// When this store was opened; the root directory's times.
     let openedNanoseconds: Int64
 

@@ -205,6 +205,11 @@ public final class Connection {
     /// Rows changed by the most recent INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes64(handle)) }
 
+    /// Rows changed through this connection since it opened (triggers
+    /// included); it never goes down, so an unchanged count means this
+    /// connection changed nothing in between.
+    public var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
     /// True while a transaction is open on this connection.
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
