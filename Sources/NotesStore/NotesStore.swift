@@ -19,6 +19,8 @@ public final class NotesStore: @unchecked Sendable {
     private let directoryPath: String
     /// Whole listings kept while the database is unchanged (warm walks).
     let listingCache = ListingCache()
+    /// When the history was last held to its size cap.
+    let historySizeCheck = HistorySizeCheck()
     /// When this store was opened; the root directory's times.
     let openedNanoseconds: Int64
 
