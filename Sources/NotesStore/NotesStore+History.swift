@@ -54,6 +54,7 @@ extension NotesStore {
         }
     }
 
+    /// History entries, newest first; for one note when `noteID` is given.
     public func history(for noteID: NoteID? = nil) throws(StoreError) -> [HistoryEntry] {
         try read { db in
             let map: (Row) -> HistoryEntry? = { row in
