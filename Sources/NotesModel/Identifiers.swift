@@ -4,7 +4,7 @@ import Foundation
 public struct NoteID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     public let uuid: UUID
     public init(_ uuid: UUID) { self.uuid = uuid }
-    public init() { self.uuid = UUID() }
+    public init() { self.uuid = TimeOrderedUUID.make() }
     /// Parses the canonical text form; nil when `text` is not a UUID.
     public init?(_ text: String) {
         guard let uuid = UUIDText.parse(text) else { return nil }
@@ -20,7 +20,7 @@ public struct NoteID: Hashable, Comparable, Sendable, Codable, CustomStringConve
 public struct FolderID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     public let uuid: UUID
     public init(_ uuid: UUID) { self.uuid = uuid }
-    public init() { self.uuid = UUID() }
+    public init() { self.uuid = TimeOrderedUUID.make() }
     public init?(_ text: String) {
         guard let uuid = UUIDText.parse(text) else { return nil }
         self.uuid = uuid
@@ -35,7 +35,7 @@ public struct FolderID: Hashable, Comparable, Sendable, Codable, CustomStringCon
 public struct ChangeID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     public let uuid: UUID
     public init(_ uuid: UUID) { self.uuid = uuid }
-    public init() { self.uuid = UUID() }
+    public init() { self.uuid = TimeOrderedUUID.make() }
     public init?(_ text: String) {
         guard let uuid = UUIDText.parse(text) else { return nil }
         self.uuid = uuid
@@ -50,7 +50,7 @@ public struct ChangeID: Hashable, Comparable, Sendable, Codable, CustomStringCon
 public struct DeviceID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     public let uuid: UUID
     public init(_ uuid: UUID) { self.uuid = uuid }
-    public init() { self.uuid = UUID() }
+    public init() { self.uuid = TimeOrderedUUID.make() }
     public init?(_ text: String) {
         guard let uuid = UUIDText.parse(text) else { return nil }
         self.uuid = uuid

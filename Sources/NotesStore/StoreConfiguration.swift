@@ -14,7 +14,7 @@ public struct StoreConfiguration: Sendable {
     /// The clock for timestamps and history ages.
     public var clock: StoreClock = .system
     /// The source of new ids (notes, changes, devices); the simulation makes it deterministic.
-    public var newUUID: @Sendable () -> UUID = { RandomUUID.make() }
+    public var newUUID: @Sendable () -> UUID = { TimeOrderedUUID.make() }
     /// The three-way note merge used when the server answers a push with a conflict.
     public var mergeNote: NoteMerger = NoteMergers.lineMerge
     /// The device name used in conflict-copy titles when none is stored yet.
