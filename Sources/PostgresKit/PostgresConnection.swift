@@ -12,11 +12,24 @@ public final class PostgresConnection {
     /// Prepared statements kept at most; beyond it statements run unprepared.
     public static let preparedStatementsMax = 256
 
+    /// A server setting made for one session (`SET name = value`).
+    public struct SessionSetting: Sendable, Equatable {
+        public var name: String
+        public var value: String
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
     /// Connects. `conninfo` is a libpq connection string (`host=… dbname=…`
     /// or a `postgresql://` URI); its settings win over the defaults here.
-    public init(conninfo: String, applicationName: String = "notesfs", connectTimeoutSeconds: Int = 5)
-        throws(PostgresError)
-    {
+    /// `settings` are then made for the session, over any that `conninfo`'s
+    /// `options` made.
+    public init(
+        conninfo: String, applicationName: String = "notesfs", settings: [SessionSetting] = [],
+        connectTimeoutSeconds: Int = 5
+    ) throws(PostgresError) {
         let keywords = ["connect_timeout", "application_name", "dbname"]
         let values = [String(connectTimeoutSeconds), applicationName, conninfo]
         let connection: OpaquePointer? = Self.withCStrings(keywords) { keywordPointers in
@@ -35,6 +48,12 @@ public final class PostgresConnection {
         handle = connection
         // Server notices ("already exists, skipping") are not errors; keep them off stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        if !settings.isEmpty {
+            let calls = settings.indices.map { "set_config($\($0 * 2 + 1), $\($0 * 2 + 2), false)" }
+            try execute(
+                "SELECT " + calls.joined(separator: ", "),
+                arguments: settings.flatMap { [PostgresValue.text($0.name), .text($0.value)] })
+        }
     }
 
     deinit { PQfinish(handle) }

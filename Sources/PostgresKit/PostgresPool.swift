@@ -18,15 +18,18 @@ public final class PostgresPool: Sendable {
         public var waitersMax: Int
         public var acquireTimeoutSeconds: Double
         public var applicationName: String
+        /// Session settings for every connection (see `PostgresConnection.init`).
+        public var settings: [PostgresConnection.SessionSetting]
 
         public init(
             connectionsMax: Int = 8, waitersMax: Int = 2_000, acquireTimeoutSeconds: Double = 5,
-            applicationName: String = "notesfs"
+            applicationName: String = "notesfs", settings: [PostgresConnection.SessionSetting] = []
         ) {
             self.connectionsMax = connectionsMax
             self.waitersMax = waitersMax
             self.acquireTimeoutSeconds = acquireTimeoutSeconds
             self.applicationName = applicationName
+            self.settings = settings
         }
     }
 
@@ -95,7 +98,8 @@ public final class PostgresPool: Sendable {
             if let existing = slot.connection {
                 connection = existing
             } else {
-                connection = try PostgresConnection(conninfo: conninfo, applicationName: options.applicationName)
+                connection = try PostgresConnection(
+                    conninfo: conninfo, applicationName: options.applicationName, settings: options.settings)
                 slot.connection = connection
             }
             do {

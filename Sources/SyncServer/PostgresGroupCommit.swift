@@ -59,6 +59,7 @@ final class PostgresGroupWriter: @unchecked Sendable {
     }
 
     private let conninfo: String
+    private let settings: [PostgresConnection.SessionSetting]
     private let condition = NSCondition()
     private var pending: [Job] = []
     private var stopped = false
@@ -70,11 +71,12 @@ final class PostgresGroupWriter: @unchecked Sendable {
     /// Starts `writers` threads (each with one connection, made on first
     /// use). `onCommit` gets the accounts a committed group applied changes to.
     init(
-        conninfo: String, writers: Int, groupPushesMax: Int, attemptsMax: Int,
+        conninfo: String, settings: [PostgresConnection.SessionSetting], writers: Int, groupPushesMax: Int, attemptsMax: Int,
         onCommit: @escaping @Sendable ([AccountID]) -> Void
     ) {
         precondition(writers >= 1 && groupPushesMax >= 1 && attemptsMax >= 1, "group writer limits must be positive")
         self.conninfo = conninfo
+        self.settings = settings
         self.groupPushesMax = groupPushesMax
         self.attemptsMax = attemptsMax
         self.onCommit = onCommit
@@ -167,7 +169,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
                 if let connection {
                     open = connection
                 } else {
-                    open = try PostgresConnection(conninfo: conninfo, applicationName: "notesfs-writer")
+                    open = try PostgresConnection(
+                        conninfo: conninfo, applicationName: "notesfs-writer", settings: settings)
                     connection = open
                 }
                 current = open

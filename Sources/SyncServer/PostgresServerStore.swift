@@ -92,6 +92,17 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    /// Session settings of the pool's and the writers' connections. Every
+    /// statement they run is a lookup by key with an index to serve it; the
+    /// planner, when a table is small, prefers sequential scans and hash
+    /// joins instead, and a prepared statement keeps that plan for the
+    /// connection's life while the table grows (measured: each group commit
+    /// read every row of `seen_changes`, 13 million rows read in 8 s).
+    /// Other plans stay possible where no index serves a statement.
+    static let plannerSettings = ["enable_seqscan", "enable_hashjoin", "enable_mergejoin"].map {
+        PostgresConnection.SessionSetting($0, "off")
+    }
+
     public let conninfo: String
     let pool: PostgresPool
     let options: Options
@@ -120,10 +131,13 @@ public final class PostgresServerStore: ServerStore {
         }
         channel = String("notesfs_\(schema)".prefix(60))
         shared = Shared(epoch: epoch)
-        pool = PostgresPool(conninfo: conninfo, options: options.pool)
+        var poolOptions = options.pool
+        poolOptions.settings += Self.plannerSettings
+        pool = PostgresPool(conninfo: conninfo, options: poolOptions)
         notifier = PostgresNotifier(conninfo: conninfo, channel: channel)
         writer = PostgresGroupWriter(
-            conninfo: conninfo, writers: options.groupWriters, groupPushesMax: options.groupPushesMax,
+            conninfo: conninfo, settings: Self.plannerSettings, writers: options.groupWriters,
+            groupPushesMax: options.groupPushesMax,
             attemptsMax: options.transactionAttemptsMax
         ) { [notifier, shared] accounts in
             // After the commit, batched on the notifier's own connection: a

@@ -1,0 +1,45 @@
+import Foundation
+import NotesModel
+import PostgresKit
+import SyncProtocol
+import Testing
+
+@testable import SyncServer
+
+/// The group commit's lookups by key stay index lookups even when their plan
+/// was made while the tables were nearly empty: a prepared statement keeps its
+/// generic plan for the connection's life, and a sequential scan chosen then
+/// would read every row of a table that only grows.
+@Suite(.serialized) struct PostgresPlanTests {
+    @Test func theGroupLookupsUseTheKeyIndexesInGenericPlansOnTinyTables() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let h = try Harness(.postgres)
+        let token = try await h.account("plans")
+        #expect(try await h.pushRaw([Make.note()], token: token).status == 200)  // one row in each table
+        let store = try #require(h.store as? PostgresServerStore)
+        let account = try #require(try await store.account(named: "plans")).id
+        let changeId = ChangeID()
+        let noteId = NoteID()
+        let overlay = PostgresGroupOverlay(counters: [:])
+        let lookups: [(table: String, statement: PostgresConnection.Statement?, arguments: String)] = [
+            ("seen_changes", overlay.prefetchRecordsStatement([(account, [changeId])]),
+             "'{\(account.rawValue)}', '{\(changeId)}'"),
+            ("entities", overlay.prefetchEntitiesStatement([(account, [EntityRef(kind: .note, id: noteId.uuid)])]),
+             "'{\(account.rawValue)}', '{note}', '{\(noteId)}'"),
+        ]
+        let connection = try PostgresConnection(conninfo: store.conninfo, settings: PostgresServerStore.plannerSettings)
+        try connection.execute("SET plan_cache_mode = force_generic_plan")
+        for (index, lookup) in lookups.enumerated() {
+            let statement = try #require(lookup.statement)
+            try connection.execute("PREPARE lookup\(index) AS " + statement.sql)
+            let rows = try connection.execute("EXPLAIN EXECUTE lookup\(index)(\(lookup.arguments))")
+            let plan = try (0..<rows.rowCount).map { try rows.string($0, 0) }.joined(separator: "\n")
+            #expect(!plan.contains("Seq Scan on \(lookup.table)"), "\(plan)")
+            #expect(plan.contains("Index Scan using \(lookup.table)_pkey"), "\(plan)")
+        }
+        // The pool's connections (reads, accounts, tokens) are made with the same settings.
+        let seqscan = try await store.pool.withConnection { try $0.execute("SHOW enable_seqscan").string(0, 0) }
+        #expect(seqscan == "off")
+        await h.close()
+    }
+}
