@@ -98,10 +98,15 @@ public final class PostgresServerStore: ServerStore {
     /// joins instead, and a prepared statement keeps that plan for the
     /// connection's life while the table grows (measured: each group commit
     /// read every row of `seen_changes`, 13 million rows read in 8 s).
-    /// Other plans stay possible where no index serves a statement.
-    static let plannerSettings = ["enable_seqscan", "enable_hashjoin", "enable_mergejoin"].map {
-        PostgresConnection.SessionSetting($0, "off")
-    }
+    /// Other plans stay possible where no index serves a statement. The
+    /// generic plan is then also the one wanted, so it is always used:
+    /// PostgreSQL otherwise kept planning the group's lookups anew on every
+    /// run (their generic plans look costlier than the custom ones), as much
+    /// CPU as running them (measured with pg_stat_statements).
+    static let plannerSettings =
+        ["enable_seqscan", "enable_hashjoin", "enable_mergejoin"].map {
+            PostgresConnection.SessionSetting($0, "off")
+        } + [PostgresConnection.SessionSetting("plan_cache_mode", "force_generic_plan")]
 
     public let conninfo: String
     let pool: PostgresPool
