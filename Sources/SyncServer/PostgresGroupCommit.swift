@@ -71,8 +71,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
     /// Starts `writers` threads (each with one connection, made on first
     /// use). `onCommit` gets the accounts a committed group applied changes to.
     init(
-        conninfo: String, settings: [PostgresConnection.SessionSetting], writers: Int, groupPushesMax: Int, attemptsMax: Int,
-        onCommit: @escaping @Sendable ([AccountID]) -> Void
+        conninfo: String, settings: [PostgresConnection.SessionSetting], writers: Int, groupPushesMax: Int,
+        attemptsMax: Int, onCommit: @escaping @Sendable ([AccountID]) -> Void
     ) {
         precondition(writers >= 1 && groupPushesMax >= 1 && attemptsMax >= 1, "group writer limits must be positive")
         self.conninfo = conninfo

@@ -98,11 +98,11 @@ public final class PostgresServerStore: ServerStore {
     /// joins instead, and a prepared statement keeps that plan for the
     /// connection's life while the table grows (measured: each group commit
     /// read every row of `seen_changes`, 13 million rows read in 8 s).
-    /// Other plans stay possible where no index serves a statement. The
-    /// generic plan is then also the one wanted, so it is always used:
-    /// PostgreSQL otherwise kept planning the group's lookups anew on every
-    /// run (their generic plans look costlier than the custom ones), as much
-    /// CPU as running them (measured with pg_stat_statements).
+    /// Other plans stay possible where no index serves a statement. With
+    /// those settings the generic plan is the index lookup wanted, so it is
+    /// always used: PostgreSQL otherwise planned the group's lookups anew on
+    /// every run (their generic plans looked costlier than the custom ones),
+    /// as much CPU as running them (measured with pg_stat_statements).
     static let plannerSettings =
         ["enable_seqscan", "enable_hashjoin", "enable_mergejoin"].map {
             PostgresConnection.SessionSetting($0, "off")
