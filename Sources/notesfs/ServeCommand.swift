@@ -25,6 +25,9 @@ struct ServeCommand: Command {
                                  e.g. 'host=db dbname=notesfs'); several serve processes may
                                  share it behind a load balancer. Migrates the schema at start.
           --pool-size N          PostgreSQL connections per process (default 8)
+          --group-writers N      PostgreSQL group-commit writers per process, each with a
+                                 connection of its own (default 2; 1 packs bigger groups,
+                                 better when several processes share few cores)
           --retention-days N     Keep tombstones and answered change ids N days (default 90);
                                  a client offline longer resyncs through the index
           --tls-cert FILE        PEM certificate chain, for HTTPS
@@ -37,7 +40,7 @@ struct ServeCommand: Command {
           --push-max-bytes N     Payload bytes per push of several changes (default 4194304)
         """
     static let spec = ArgumentSpec(options: [
-        "--listen", "--data", "--postgres", "--pool-size", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
+        "--listen", "--data", "--postgres", "--pool-size", "--group-writers", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
         "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
     ])
 
@@ -69,7 +72,8 @@ struct ServeCommand: Command {
 
         let logger = StandardErrorLogger()
         let store = try ServerData.openStore(
-            arguments, creating: true, poolSize: try positive(arguments, "--pool-size", 8))
+            arguments, creating: true, poolSize: try positive(arguments, "--pool-size", 8),
+            groupWriters: try positive(arguments, "--group-writers", 2))
         let server = SyncServer(
             store: store,
             configuration: SyncServer.Configuration(

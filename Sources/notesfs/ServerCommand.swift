@@ -68,7 +68,9 @@ enum ServerData {
     /// Opens the PostgreSQL store of `--postgres` (migrating its schema), or
     /// else the SQLite store in the data directory, making the directory
     /// (mode 0700) when `creating`.
-    static func openStore(_ arguments: ParsedArguments, creating: Bool, poolSize: Int = 8) throws -> any ServerStore {
+    static func openStore(
+        _ arguments: ParsedArguments, creating: Bool, poolSize: Int = 8, groupWriters: Int = 2
+    ) throws -> any ServerStore {
         if let conninfo = arguments.option("--postgres") {
             guard arguments.option("--data") == nil else {
                 throw CommandError.usage("use either --data or --postgres, not both")
@@ -76,7 +78,8 @@ enum ServerData {
             do {
                 return try PostgresServerStore(
                     conninfo: conninfo,
-                    options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: poolSize)))
+                    options: PostgresServerStore.Options(
+                        pool: PostgresPool.Options(connectionsMax: poolSize), groupWriters: groupWriters))
             } catch {
                 throw CommandError.failed("cannot open the PostgreSQL store: \(error)")
             }

@@ -33,8 +33,10 @@ final class PostgresFleet: Sendable {
         var ports: [UInt16] = []
         do {
             for index in 0..<processes {
+                // The first process packs its groups with one writer; the others keep the default two.
+                let writers = index == 0 ? ["--group-writers", "1"] : []
                 let server = try SpawnedProcess(
-                    [binary, "serve", "--postgres", conninfo, "--listen", "127.0.0.1:0", "--pool-size", "4"],
+                    [binary, "serve", "--postgres", conninfo, "--listen", "127.0.0.1:0", "--pool-size", "4"] + writers,
                     outputPath: directory.file("serve\(index).log"))
                 servers.append(server)
                 ports.append(try Self.waitForPort(server))

@@ -41,6 +41,7 @@ import Testing
         #expect(try await onThread { try Self.run(["account", "revoke", "nobody", "--data", dir]) }.0 == 1)
         #expect(try await onThread { try Self.run(["serve", "--listen", "nowhere"]) }.0 == 2)
         #expect(try await onThread { try Self.run(["serve", "--bogus"]) }.0 == 2)
+        #expect(try await onThread { try Self.run(["serve", "--group-writers", "0"]) }.0 == 2)
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
