@@ -3,6 +3,14 @@ import SQLiteKit
 
 // What the mount needs beyond the per-operation calls.
 extension NotesStore {
+    /// At unmount: moves every commit from the write-ahead log into the
+    /// database file and empties the log, so `notes.sqlite` alone holds
+    /// everything (a backup that copies only that file misses nothing).
+    /// Returns false when another process was reading and part of the log
+    /// stays (still safe: SQLite replays it at the next open).
+    public func checkpointForShutdown() throws(StoreError) -> Bool {
+        try StoreError.wrap { try queue.sync { db in try db.checkpointAndTruncateLog() } }
+    }
     /// `createFile` and the new entry's inode number in one transaction (the
     /// mount's `create`: one commit per created file, not one for the file and
     /// another for its number).

@@ -273,6 +273,15 @@ public final class Connection {
         }
     }
 
+    /// Copies every page of the write-ahead log into the database file, syncs
+    /// it and truncates the log (`PRAGMA wal_checkpoint(TRUNCATE)`). Returns
+    /// false when another connection's read kept part of the log in use, so
+    /// the log still holds commits the database file lacks.
+    public func checkpointAndTruncateLog() throws(SQLiteError) -> Bool {
+        let busy = try queryOne("PRAGMA wal_checkpoint(TRUNCATE)") { $0.int(0) }
+        return busy == 0
+    }
+
     /// `PRAGMA user_version`, used for schema versions.
     public var userVersion: Int {
         get throws(SQLiteError) { try queryOne("PRAGMA user_version") { $0.int(0) } ?? 0 }

@@ -276,7 +276,6 @@ struct MountDaemon {
             try SyncService(location: location, store: store, transport: transport, mount: mount, log: log)
         }
         try mount.mount()
-        defer { sync?.stop() }
 
         let waitedSignals = signals
         let signalThread = Thread {
@@ -293,6 +292,16 @@ struct MountDaemon {
         report.ready()
         sync?.start()
         let result = mount.serve()
+        sync?.stop()
+        do {
+            if try store.checkpointForShutdown() {
+                log.info("moved the write-ahead log into \(location.databasePath)")
+            } else {
+                log.warning("another process was reading the database; part of the write-ahead log stays (replayed at the next open)")
+            }
+        } catch {
+            log.warning("could not move the write-ahead log into the database file: \(error); it is replayed at the next open")
+        }
         log.info("stopped (\(result))")
         return 0
     }

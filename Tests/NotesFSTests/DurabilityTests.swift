@@ -71,4 +71,28 @@ struct DurabilityTests {
         }
         #expect(acknowledged.values.reduce(0) { $0 + $1.count } > 20, "the writer made progress")
     }
+
+    /// After `notesfs unmount` the database file alone holds every commit: a
+    /// backup that copies only `notes.sqlite` (and not the write-ahead log
+    /// beside it) misses nothing.
+    @Test func afterUnmountTheDatabaseFileAloneHoldsEveryNote() throws {
+        let mount = try MountFixture()
+        defer { mount.remove() }
+        let text = String(repeating: "a line kept through unmount\n", count: 200)
+        try text.write(toFile: mount.mountpoint + "/kept.md", atomically: false, encoding: .utf8)
+        mount.unmount()
+        #expect(!mount.isMounted)
+
+        let wal = mount.dataDirectory + "/notes.sqlite-wal"
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
+        #expect(walSize == 0, "the write-ahead log still holds \(walSize) bytes")
+        #expect(mount.logTail().contains("moved the write-ahead log"), "\(mount.logTail())")
+
+        let copy = try TemporaryDirectory(prefix: "notesfs-backup")
+        defer { copy.remove() }
+        try FileManager.default.copyItem(atPath: mount.dataDirectory + "/notes.sqlite", toPath: copy.file("notes.sqlite"))
+        let store = try NotesStoreOpener.open(copy.file("notes.sqlite"))
+        let entry = try #require(try store.lookup(in: .root, name: "kept.md"))
+        #expect(try store.contents(of: entry.ref) == Data(text.utf8))
+    }
 }
