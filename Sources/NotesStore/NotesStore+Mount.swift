@@ -11,6 +11,7 @@ extension NotesStore {
     public func checkpointForShutdown() throws(StoreError) -> Bool {
         try StoreError.wrap { try queue.sync { db in try db.checkpointAndTruncateLog() } }
     }
+
     /// `createFile` and the new entry's inode number in one transaction (the
     /// mount's `create`: one commit per created file, not one for the file and
     /// another for its number).
