@@ -86,10 +86,10 @@ public struct Change: Hashable, Sendable, Codable {
         return nil
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case changeId, kind, id, op, baseVersion, note, folder }
+    enum CodingKeys: String, CodingKey { case changeId, kind, id, op, baseVersion, note, folder }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownFields(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownFields(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         changeId = try container.decode(ChangeID.self, forKey: .changeId)
         kind = try container.decode(EntityKind.self, forKey: .kind)

@@ -33,10 +33,10 @@ public struct EntityRef: Hashable, Comparable, Sendable, Codable, CustomStringCo
         return UUIDText.precedes(lhs.id, rhs.id)
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case kind, id }
+    enum CodingKeys: String, CodingKey { case kind, id }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownFields(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownFields(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         kind = try container.decode(EntityKind.self, forKey: .kind)
         id = try container.decodeUUID(forKey: .id)

@@ -95,10 +95,10 @@ public struct FetchRequest: Hashable, Sendable, Codable {
         self.entities = entities
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case entities }
+    enum CodingKeys: String, CodingKey { case entities }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownFields(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownFields(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         entities = try container.decode([EntityRef].self, forKey: .entities)
     }

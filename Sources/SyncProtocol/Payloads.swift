@@ -42,10 +42,10 @@ public struct NotePayload: Hashable, Sendable, Codable {
         bodyBytes().map { NoteContent(title: title, body: $0, folderID: folderId) }
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case title, body, folderId, bodyEncoding }
+    enum CodingKeys: String, CodingKey { case title, body, folderId, bodyEncoding }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownFields(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownFields(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         title = try container.decode(String.self, forKey: .title)
         body = try container.decode(String.self, forKey: .body)
@@ -84,10 +84,10 @@ public struct FolderPayload: Hashable, Sendable, Codable {
 
     public var content: FolderContent { FolderContent(name: name, parentID: parentId) }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case name, parentId }
+    enum CodingKeys: String, CodingKey { case name, parentId }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownFields(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownFields(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decode(String.self, forKey: .name)
         parentId = try container.decodeNullable(FolderID.self, forKey: .parentId)

@@ -22,10 +22,10 @@ public struct PushRequest: Hashable, Sendable, Codable {
         self.cursor = cursor
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case device, changes, cursor }
+    enum CodingKeys: String, CodingKey { case device, changes, cursor }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownFields(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownFields(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         device = try container.decode(DeviceID.self, forKey: .device)
         changes = try container.decode([Change].self, forKey: .changes)

@@ -13,11 +13,11 @@ struct AnyCodingKey: CodingKey {
 }
 
 extension Decoder {
-    /// Throws when the JSON object holds a field not in `allowed`, so a typo in
-    /// a request (`"baseversion"`) is a 400, not a silently ignored field.
-    func rejectUnknownFields(_ allowed: Set<String>) throws {
+    /// Throws when the JSON object holds a field that is not one of `Keys`, so a
+    /// typo in a request (`"baseversion"`) is a 400, not a silently ignored field.
+    func rejectUnknownFields<Keys: CodingKey>(_ keys: Keys.Type) throws {
         let container = try container(keyedBy: AnyCodingKey.self)
-        for key in container.allKeys where !allowed.contains(key.stringValue) {
+        for key in container.allKeys where Keys(stringValue: key.stringValue) == nil {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: codingPath + [key],
