@@ -29,15 +29,11 @@ public enum TimeOrderedUUID {
         let fraction = (unixNanoseconds % 1_000_000) * 4_096 / 1_000_000
         let high = (milliseconds << 16) | 0x7000 | fraction
         let low = (random & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * index))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * index))
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { out in
+            out.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
+            out.storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
         }
-        return UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
+        return UUID(uuid: raw)
     }
 }

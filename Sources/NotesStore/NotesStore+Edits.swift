@@ -70,23 +70,17 @@ extension NotesStore {
             return
         }
         try keepHistoryIfShrinking(db, row, newSize: content.body.count)
-        if content.folderID == row.folderID {
-            // folder_id left out of the SET list, so SQLite leaves the notes_folder
-            // index alone: one page less in the WAL for every write of a file.
-            try db.run(
-                """
-                UPDATE notes SET title = ?, body = ?, body_size = ?, updated_ns = ?, local_rev = local_rev + 1
-                WHERE seq = ?
-                """, content.title, content.body, Int64(content.body.count), time, row.seq)
-        } else {
-            try db.run(
-                """
-                UPDATE notes SET title = ?, body = ?, body_size = ?, folder_id = ?, updated_ns = ?,
-                    local_rev = local_rev + 1
-                WHERE seq = ?
-                """, content.title, content.body, Int64(content.body.count), content.folderID?.description, time,
-                row.seq)
-        }
+        // folder_id is only in the SET list when it changes: SQLite rewrites the
+        // notes_folder index for any listed column, one WAL page per file write.
+        let movesFolder = content.folderID != row.folderID
+        try db.run(
+            """
+            UPDATE notes SET title = ?, body = ?, body_size = ?, \(movesFolder ? "folder_id = ?, " : "")updated_ns = ?,
+                local_rev = local_rev + 1
+            WHERE seq = ?
+            """,
+            arguments: [content.title, content.body, Int64(content.body.count)]
+                + (movesFolder ? [content.folderID?.description] : []) + [time, row.seq])
         try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
         commit.changedEntries.insert(.note(row.id))
         if row.serverVersion != nil { commit.touchedSyncedNote = true }
