@@ -16,7 +16,8 @@ public final class NotesStore: @unchecked Sendable {
     private let nextObserverID = Atomic<Int>(0)
     /// The last free-space answer (monotonic time, free bytes); see `ensureFreeSpace`.
     private let freeSpaceCheck = Mutex<(checkedAt: UInt64, freeBytes: Int64)?>(nil)
-    private let directoryPath: String
+    /// The folder holding the database file (where its disk space is measured).
+    let directoryPath: String
     /// Whole listings kept while the database is unchanged (warm walks).
     let listingCache = ListingCache()
     /// When the history was last held to its size cap.

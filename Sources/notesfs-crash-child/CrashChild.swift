@@ -42,6 +42,8 @@ final class CrashChild {
         var configuration = StoreConfiguration()
         configuration.diskReserveBytes = 0
         store = try NotesStore(path: options.databasePath, configuration: configuration)
+        // As the mount does: kills then land in a log whose tail is zeros.
+        _ = try store.prepareWriteAheadLog()
         reader = try Connection(path: options.databasePath, options: Connection.Options(mode: .readOnly))
     }
 

@@ -269,6 +269,12 @@ struct MountDaemon {
         log.info("notesfs \(CommandLineTool.version) mounting \(location.directory.path) on \(mountpoint) (pid \(getpid()))")
         let store = try location.openStore(create: true)
         try store.beginSession()
+        do {
+            let added = try store.prepareWriteAheadLog()
+            if added > 0 { log.info("gave the write-ahead log its full size (\(added) bytes of zeros)") }
+        } catch {
+            log.warning("could not give the write-ahead log its full size: \(error); saves sync a growing file")
+        }
         let syncSetup = try SyncService.prepare(location: location, store: store, log: log)
         let mount = try NotesMount(
             store: store, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)

@@ -40,6 +40,33 @@ import Testing
         #expect(try reader.queryOne("SELECT s FROM t") { $0.string(0) } == "kept")
     }
 
+    @Test func aLogExtendedWithZerosKeepsEveryCommitThroughACrash() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("db.sqlite")
+        let db = try Connection(path: path)
+        try db.execute("CREATE TABLE t(n INTEGER)")
+        try db.run("INSERT INTO t VALUES (0)")
+        #expect(throws: SQLiteError.self) { _ = try db.extendWriteAheadLog(toBytes: 1 << 20) }
+        let walSize = { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? nil }
+        let before = try #require(walSize())
+        let added = try db.transaction { try db.extendWriteAheadLog(toBytes: 1 << 20) }
+        #expect(added == Int64(1 << 20 - before))
+        #expect(walSize() == 1 << 20)
+        #expect(try db.transaction { try db.extendWriteAheadLog(toBytes: 1 << 19) } == 0)
+        for n in 1...50 { try db.run("INSERT INTO t VALUES (?)", n) }
+        #expect(walSize() == 1 << 20, "commits overwrite the zeros instead of growing the file")
+
+        // A crash: the files as they are, without the shared-memory index,
+        // so SQLite rebuilds it by reading frames until the zeros begin.
+        let copy = directory.file("copy.sqlite")
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
+        let recovered = try Connection(path: copy)
+        #expect(try recovered.query("SELECT n FROM t ORDER BY n") { $0.int(0) } == Array(0...50))
+        #expect(try recovered.integrityCheck() == ["ok"])
+    }
+
     @Test func textWithNULCharactersIsKeptWhole() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
