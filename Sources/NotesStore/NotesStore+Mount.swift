@@ -24,10 +24,9 @@ extension NotesStore {
                 let pageSize = try db.queryOne("PRAGMA page_size") { $0.int64(0) } ?? 4_096
                 // The log's header, then one frame (a 24-byte header and a page) per page.
                 let bytes = 32 + Int64(Self.walCheckpointPages) * (24 + pageSize)
-                var info = statvfs()
-                guard statvfs(directoryPath, &info) == 0 else { return 0 }
-                let free = Int64(info.f_bavail) * Int64(info.f_frsize)
-                guard free - bytes > configuration.diskReserveBytes + Self.freeSpaceMarginBytes else { return 0 }
+                guard let free = freeDiskBytes(),
+                    free - bytes > configuration.diskReserveBytes + Self.freeSpaceMarginBytes
+                else { return 0 }
                 return try db.extendWriteAheadLog(toBytes: bytes)
             }
         }

@@ -16,8 +16,7 @@ public final class NotesStore: @unchecked Sendable {
     private let nextObserverID = Atomic<Int>(0)
     /// The last free-space answer (monotonic time, free bytes); see `ensureFreeSpace`.
     private let freeSpaceCheck = Mutex<(checkedAt: UInt64, freeBytes: Int64)?>(nil)
-    /// The folder holding the database file (where its disk space is measured).
-    let directoryPath: String
+    private let directoryPath: String
     /// Whole listings kept while the database is unchanged (warm walks).
     let listingCache = ListingCache()
     /// When the history was last held to its size cap.
@@ -119,11 +118,16 @@ public final class NotesStore: @unchecked Sendable {
                 && last.freeBytes - configuration.diskReserveBytes > Self.freeSpaceMarginBytes
         }
         if recent { return }
-        var info = statvfs()
-        guard statvfs(directoryPath, &info) == 0 else { return }
-        let free = Int64(info.f_bavail) * Int64(info.f_frsize)
+        guard let free = freeDiskBytes() else { return }
         freeSpaceCheck.withLock { $0 = (nowTicks, free) }
         if free < configuration.diskReserveBytes { throw .diskFull }
+    }
+
+    /// The bytes an unprivileged writer may still use on the database's disk; nil when unknown.
+    func freeDiskBytes() -> Int64? {
+        var info = statvfs()
+        guard statvfs(directoryPath, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
     /// How long one free-space answer is trusted, when far from the reserve.
