@@ -41,30 +41,16 @@ final class SyncCluster: @unchecked Sendable {
     }
 
     func shell(_ mount: MountFixture, _ script: String) throws -> String {
-        let result = try mount.shell(script)
-        guard result.status == 0 else {
-            throw MountFixture.Failure("`\(script)` failed (\(result.status)): \(result.standardError)")
-        }
-        return result.standardOutput
+        try mount.checkedShell(script)
     }
 
-    static func text(_ mount: MountFixture, _ path: String) -> String? {
-        try? String(contentsOfFile: mount.mountpoint + "/" + path, encoding: .utf8)
-    }
+    static func text(_ mount: MountFixture, _ path: String) -> String? { mount.text(path) }
 
-    static func names(_ mount: MountFixture, _ path: String = "") -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: mount.mountpoint + "/" + path)) ?? []).sorted()
-    }
+    static func names(_ mount: MountFixture, _ path: String = "") -> [String] { mount.names(path) }
 
     /// Polls `condition` every 20 ms; fails with `what` and the logs after `seconds`.
     func waitFor(_ what: String, seconds: Double = 20, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if (try? condition()) == true { return }
-            usleep(20_000)
-        }
-        let logs = mounts.map { $0.logTail() }.joined(separator: "\n---\n")
-        throw MountFixture.Failure("timed out waiting until \(what)\n\(logs)")
+        try MountFixture.waitFor(what, mounts: mounts, seconds: seconds, condition)
     }
 
     func notesfs(_ arguments: [String]) throws -> MountFixture.Result {
@@ -138,7 +124,7 @@ func modificationTime(_ path: String) -> timespec? {
         try cluster.server.start()
         try cluster.waitFor("b caught up") { SyncCluster.text(b, "offline.md") == "written offline\n" }
         try cluster.waitFor("a has nothing pending") {
-            (SyncCluster.text(a, ".notesfs/status") ?? "").contains("Pending: 0")
+            a.hasNothingPending
         }
     }
 
@@ -147,7 +133,7 @@ func modificationTime(_ path: String) -> timespec? {
         let (ma, mb) = (cluster.mounts[0], cluster.mounts[1])
         try Data(start.utf8).write(to: URL(fileURLWithPath: ma.mountpoint + "/n.md"))
         try cluster.waitFor("b has the note") { SyncCluster.text(mb, "n.md") == start }
-        try cluster.waitFor("a synced it") { (SyncCluster.text(ma, ".notesfs/status") ?? "").contains("Pending: 0") }
+        try cluster.waitFor("a synced it") { ma.hasNothingPending }
         cluster.server.stop()
         if !a.isEmpty { try Data(a.utf8).write(to: URL(fileURLWithPath: ma.mountpoint + "/n.md")) }
         if b.isEmpty {
@@ -203,7 +189,7 @@ func modificationTime(_ path: String) -> timespec? {
         let (a, b) = (cluster.mounts[0], cluster.mounts[1])
         _ = try cluster.shell(a, "mkdir Work && echo old > Work/old.md")
         try cluster.waitFor("b has the folder") { SyncCluster.text(b, "Work/old.md") == "old\n" }
-        try cluster.waitFor("a synced it") { (SyncCluster.text(a, ".notesfs/status") ?? "").contains("Pending: 0") }
+        try cluster.waitFor("a synced it") { a.hasNothingPending }
         cluster.server.stop()
         _ = try cluster.shell(a, "rm -r Work")
         _ = try cluster.shell(b, "echo new > Work/new.md")
@@ -222,7 +208,7 @@ func modificationTime(_ path: String) -> timespec? {
         let start = "l1\nl2\nl3\nl4\nl5\n"
         try Data(start.utf8).write(to: URL(fileURLWithPath: a.mountpoint + "/n.md"))
         try cluster.waitFor("b has the note") { SyncCluster.text(b, "n.md") == start }
-        try cluster.waitFor("a synced it") { (SyncCluster.text(a, ".notesfs/status") ?? "").contains("Pending: 0") }
+        try cluster.waitFor("a synced it") { a.hasNothingPending }
         cluster.server.stop()
         // The first edit is frozen and sent (the send fails: no server)…
         try Data("L1\nl2\nl3\nl4\nl5\n".utf8).write(to: URL(fileURLWithPath: a.mountpoint + "/n.md"))
@@ -235,7 +221,7 @@ func modificationTime(_ path: String) -> timespec? {
         try cluster.server.start()
         try Data("l1\nl2\nl3\nl4\nL5\n".utf8).write(to: URL(fileURLWithPath: b.mountpoint + "/n.md"))
         try cluster.waitFor("b's edit reached the server") {
-            (SyncCluster.text(b, ".notesfs/status") ?? "").contains("Pending: 0")
+            b.hasNothingPending
         }
         try a.mount()  // no flags: the profile remembers the server
         for mount in [a, b] {
@@ -245,7 +231,7 @@ func modificationTime(_ path: String) -> timespec? {
             #expect(SyncCluster.names(mount) == ["n.md"])
         }
         try cluster.waitFor("a has nothing pending") {
-            (SyncCluster.text(a, ".notesfs/status") ?? "").contains("Pending: 0")
+            a.hasNothingPending
         }
         // create, b's edit, a's merged edit: the resent change was applied at most once.
         #expect(try cluster.serverCounter() == 3)
@@ -257,7 +243,7 @@ func modificationTime(_ path: String) -> timespec? {
         let (a, b) = (cluster.mounts[0], cluster.mounts[1])
         _ = try cluster.shell(a, "mkdir Many && for i in $(seq 1 10); do echo note $i > Many/n$i.md; done")
         try cluster.waitFor("b has ten notes") { SyncCluster.names(b, "Many").count == 10 }
-        try cluster.waitFor("a synced them") { (SyncCluster.text(a, ".notesfs/status") ?? "").contains("Pending: 0") }
+        try cluster.waitFor("a synced them") { a.hasNothingPending }
         _ = try cluster.shell(a, "rm -r Many/*")
         try cluster.waitFor("status says the deletions are held") {
             (SyncCluster.text(a, ".notesfs/status") ?? "").contains("Held: 10 deletions")

@@ -178,6 +178,71 @@ import TestSupport
         await account.store.close()
     }
 
+    /// Two real mounts whose requests haproxy spreads over both processes: a
+    /// long poll parked on one process must be woken by a push through the
+    /// other, or the mounts would only meet at their next timed poll. Then one
+    /// process dies and the mounts carry on through the survivor.
+    @Test func twoMountsSyncingThroughTheBalancerConvergeAndSurviveALostProcess() async throws {
+        guard Self.ready() else { return }
+        if let reason = MountFixture.unavailableReason {
+            skipLoudly("two mounts through the balancer: \(reason)")
+            return
+        }
+        let account = try await PostgresTestAccount.inSharedCluster()
+        let fleet = try PostgresFleet(conninfo: account.conninfo)
+        defer { fleet.stop() }
+        let tokenPath = fleet.directory.file("token")
+        try Data((account.token + "\n").utf8).write(to: URL(fileURLWithPath: tokenPath))
+        chmod(tokenPath, 0o600)
+        let port = fleet.port
+        try await onThread {
+            var mounts: [MountFixture] = []
+            defer { mounts.forEach { $0.remove() } }
+            for name in ["laptop", "desktop"] {
+                let mount = try MountFixture(mount: false)
+                mounts.append(mount)
+                try mount.mount(extraArguments: [
+                    "--server", "http://127.0.0.1:\(port)", "--token-file", tokenPath, "--device-name", name,
+                ])
+            }
+            let (a, b) = (mounts[0], mounts[1])
+            // Under the mounts' 30 s long poll: a poll that no push wakes fails this.
+            func converge(_ what: String, seconds: Double, _ expected: [String: String]) throws {
+                try MountFixture.waitFor(what, mounts: mounts, seconds: seconds) {
+                    a.tree() == expected && b.tree() == expected && a.hasNothingPending && b.hasNothingPending
+                }
+            }
+
+            try a.checkedShell("mkdir Work && echo plan > Work/plan.md && echo first > first.md")
+            try b.checkedShell("mkdir Home && echo milk > Home/list.md")
+            try converge("both mounts show both mounts' notes", seconds: 10, [
+                "Work/": "", "Work/plan.md": "plan\n", "first.md": "first\n", "Home/": "", "Home/list.md": "milk\n",
+            ])
+            for (index, server) in fleet.servers.enumerated() {
+                #expect(server.output.contains(" /v1/"), "process \(index) served none of the mounts' requests")
+            }
+
+            // Edits on both sides, each seen by the other through whichever process serves it.
+            try a.checkedShell("echo eggs >> Home/list.md && for i in 1 2 3 4 5 6; do echo n$i > Work/n$i.md; done")
+            try b.checkedShell("mv Work/plan.md Work/done.md && sed -i 's/first/First/' first.md")
+            var expected: [String: String] = [
+                "Work/": "", "Work/done.md": "plan\n", "first.md": "First\n", "Home/": "", "Home/list.md": "milk\neggs\n",
+            ]
+            for i in 1...6 { expected["Work/n\(i).md"] = "n\(i)\n" }
+            try converge("both mounts show the edits, the rename and the new notes", seconds: 10, expected)
+
+            fleet.servers[0].signal(SIGKILL)
+            _ = fleet.servers[0].wait()
+            try b.checkedShell("echo bread >> Home/list.md && rm Work/n1.md")
+            try a.checkedShell("echo second > second.md")
+            expected["Home/list.md"] = "milk\neggs\nbread\n"
+            expected["Work/n1.md"] = nil
+            expected["second.md"] = "second\n"
+            try converge("the mounts converge through the surviving process", seconds: 30, expected)
+        }
+        await account.store.close()
+    }
+
     @Test func killingOneServerMidPushLosesNothingAndAppliesNothingTwice() async throws {
         guard Self.ready() else { return }
         let account = try await PostgresTestAccount.inSharedCluster()
