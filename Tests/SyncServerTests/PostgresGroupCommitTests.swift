@@ -21,16 +21,18 @@ import Testing
         return tasks
     }
 
+    /// A store with one group writer thread.
+    private static let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
+        try PostgresServerStore(
+            conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
+            options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
+    }
+
     @Test func aGroupWhereOnePushFailsAppliesTheOthersExactlyOnceWithAGaplessFeed() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
         // One writer thread, so everything queued behind the blocked group
         // lands in the next one.
-        let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
-            try PostgresServerStore(
-                conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
-                options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
-        }
-        let h = try Harness(oneWriter)
+        let h = try Harness(Self.oneWriter)
         let store = try #require(h.store as? PostgresServerStore)
         let blockerName = "blocker-\(UUID().uuidString.prefix(6))"
         let blockerToken = try await h.account(blockerName)
@@ -101,12 +103,7 @@ import Testing
 
     @Test func aPushWhoseWriteFailsInsideAGroupFailsAloneInItsOwnSavepoint() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
-        let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
-            try PostgresServerStore(
-                conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
-                options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
-        }
-        let h = try Harness(oneWriter)
+        let h = try Harness(Self.oneWriter)
         let store = try #require(h.store as? PostgresServerStore)
         let blockerToken = try await h.account("blocker")
         let erin = try await h.account("erin")
@@ -142,6 +139,45 @@ import Testing
         #expect(try await h.drain(token: erin).rows.map(\.version) == [1, 2])
         // (Rows written in savepoints carry their subtransactions' ids, so
         // xmin cannot show the common commit here as it does above.)
+        await h.close()
+    }
+
+    @Test func aGroupChosenAsADeadlockVictimRunsAgainAndAppliesItsPushOnce() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let h = try Harness(Self.oneWriter)
+        let store = try #require(h.store as? PostgresServerStore)
+        let dana = try await h.account("dana")
+        let danaID = try #require(try await store.account(named: "dana")).id
+        let create = Make.note(body: "one\n")
+        #expect(try await h.pushRaw([create], token: dana).status == 200)
+
+        // The other side of a lock cycle: it holds the note's row, the group
+        // takes the account row and waits for the note's row, then this side
+        // asks for the account row. Its deadlock_timeout is the longer, so the
+        // group's session finds the cycle and is the one aborted.
+        let holder = try PostgresConnection(conninfo: store.conninfo)
+        try holder.execute("SET deadlock_timeout = '10s'")
+        try holder.execute("BEGIN")
+        try holder.execute(
+            "SELECT 1 FROM entities WHERE account_id = $1 AND kind = $2 AND id = $3::uuid FOR UPDATE",
+            danaID.rawValue, create.ref.kind.rawValue, UUIDText.format(create.ref.id))
+        let edit = Task { try await h.pushRaw([Make.note(NoteID(create.id), body: "two\n", base: 1)], token: dana) }
+        try await Task.sleep(for: .milliseconds(300))
+        // Returns only once the group let go of the account row: it cannot
+        // commit without the note's row, so it was rolled back.
+        try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", danaID.rawValue)
+        try holder.execute("COMMIT")
+
+        let reply = try await edit.value
+        #expect(reply.status == 200, "\(reply.text.prefix(300))")
+        #expect(try reply.decode(PushResponse.self).results.map(\.appliedVersion) == [2])
+        let rows = try await h.drain(token: dana).rows
+        #expect(rows.map(\.version) == [2])
+        let admin = try PostgresConnection(conninfo: store.conninfo)
+        let counter = try admin.execute("SELECT counter FROM accounts WHERE account_id = $1", danaID.rawValue)
+        #expect(try counter.int64(0, 0) == 2, "the rerun group applied the edit once")
+        let remembered = try admin.execute("SELECT count(*) FROM seen_changes WHERE account_id = $1", danaID.rawValue)
+        #expect(try remembered.int64(0, 0) == 2)
         await h.close()
     }
 }
