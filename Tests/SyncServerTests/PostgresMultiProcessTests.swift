@@ -100,6 +100,48 @@ import TestSupport
         #expect(counter == Int64(versions.count), "counter \(counter), acknowledged \(versions.count)")
     }
 
+    /// What an operator types: migrate, add an account, serve, revoke, new epoch,
+    /// all through the real binary with `--postgres`.
+    @Test func theAccountAndServerCommandsWorkOnPostgreSQL() async throws {
+        guard Self.ready(), let binary = MountFixture.binaryPath else { return }
+        let conninfo = try PostgresTestCluster.conninfo(schema: "cli_" + UUID().uuidString.prefix(8).lowercased())
+        func notesfs(_ arguments: [String]) async throws -> MountFixture.Result {
+            try await onThread { try MountFixture.run([binary] + arguments) }
+        }
+        let migrated = try await notesfs(["server", "migrate", "--postgres", conninfo])
+        #expect(migrated.status == 0, "\(migrated.standardError)")
+        #expect(try await notesfs(["server", "migrate", "--postgres", conninfo]).status == 0, "migrating twice is fine")
+        #expect(try await notesfs(["server", "migrate", "--data", "/tmp"]).status == 2, "migrate needs --postgres")
+        #expect(try await notesfs(["account", "list", "--data", "/tmp", "--postgres", conninfo]).status == 2)
+        let added = try await notesfs(["account", "add", "erin", "--postgres", conninfo])
+        #expect(added.status == 0, "\(added.standardError)")
+        let token = added.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(AccessToken(text: token) != nil, "account add prints the token: \(added.standardOutput)")
+        let again = try await notesfs(["account", "add", "erin", "--postgres", conninfo])
+        #expect(again.status == 0 && again.standardError.contains("exists"), "a second add makes a second token")
+        let secondToken = again.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(AccessToken(text: secondToken) != nil && secondToken != token)
+        let listed = try await notesfs(["account", "list", "--postgres", conninfo]).standardOutput
+        #expect(listed.split(separator: "\n").contains { $0.hasPrefix("erin ") && $0.split(separator: " ")[1] == "2" },
+            "one account with two tokens: \(listed)")
+
+        let fleet = try PostgresFleet(conninfo: conninfo, processes: 1)
+        defer { fleet.stop() }
+        let client = RemoteClient(port: fleet.ports[0], token: token)
+        #expect(try await client.push([Make.note(body: "through the command line\n")]).status == 200)
+        #expect(try await RemoteClient(port: fleet.ports[0], token: secondToken).push([Make.note()]).status == 200)
+        #expect(try await notesfs(["account", "revoke", "erin", "--postgres", conninfo]).status == 0)
+        // The serve process hears of the revocation through NOTIFY.
+        var status = 200
+        for _ in 0..<100 where status != 401 {
+            status = try await client.push([Make.note()]).status
+            if status != 401 { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(status == 401, "a revoked token is refused")
+        let epoch = try await notesfs(["server", "new-epoch", "--postgres", conninfo])
+        #expect(epoch.status == 0 && epoch.standardOutput.contains("New epoch"), "\(epoch.standardError)")
+    }
+
     @Test func aCommitThroughOneProcessWakesALongPollHeldByTheOther() async throws {
         guard Self.ready() else { return }
         let account = try await PostgresTestAccount.inSharedCluster()
