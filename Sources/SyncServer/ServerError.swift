@@ -40,16 +40,25 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
         return "\(parts.status) \(parts.code): \(parts.message)"
     }
 
-    /// Any error as a `ServerError`: store errors become 503 or 500.
-    static func from(_ error: any Error) -> ServerError {
+    /// Any error as a `ServerError`, and for store and unexpected errors the
+    /// details for the server log. Those details (SQL, database hosts, lock
+    /// graphs) stay out of the reply, which names `reference` instead so an
+    /// operator can find the log line: store errors become 503 or 500.
+    static func from(_ error: any Error, reference: @autoclosure () -> String) -> (ServerError, logDetail: String?) {
         switch error {
-        case let error as ServerError: return error
-        case let error as ServerStoreError:
-            switch error {
-            case .unavailable(let message): return .unavailable(message)
-            default: return .internalError(error.description)
-            }
-        default: return .internalError(String(describing: error))
+        case let error as ServerError: return (error, nil)
+        case ServerStoreError.unavailable(let detail):
+            let reference = reference()
+            return (
+                .unavailable("the server's database is unavailable or busy; retry in a moment (log reference \(reference))"),
+                "\(reference): \(detail)"
+            )
+        default:
+            let reference = reference()
+            return (
+                .internalError("the server failed on this request; its operator can look up log reference \(reference)"),
+                "\(reference): \(String(describing: error))"
+            )
         }
     }
 

@@ -102,6 +102,18 @@ import TestSupport
 
     /// What an operator types: migrate, add an account, serve, revoke, new epoch,
     /// all through the real binary with `--postgres`.
+    /// A 503 for a database that is down says so without the database's
+    /// address or error text, and names the serve log line that has them.
+    static func checkUnavailableReply(_ reply: Reply, log: () -> String) throws {
+        #expect(reply.status == 503, "\(reply.text.prefix(300))")
+        #expect(!reply.text.contains("PostgreSQL") && !reply.text.contains("127.0.0.1"), "\(reply.text.prefix(300))")
+        let marker = "log reference "
+        let reference = try #require(reply.text.range(of: marker).map { reply.text[$0.upperBound...].prefix(8) })
+        #expect(reference.count == 8 && reference.allSatisfy(\.isHexDigit), "\(reply.text.prefix(300))")
+        let line = log().split(separator: "\n").first { $0.contains("\(reference): ") }
+        #expect(line?.contains("PostgreSQL") == true, "the serve log has the details under \(reference)")
+    }
+
     @Test func theAccountAndServerCommandsWorkOnPostgreSQL() async throws {
         guard Self.ready(), let binary = MountFixture.binaryPath else { return }
         let conninfo = try PostgresTestCluster.conninfo(schema: "cli_" + UUID().uuidString.prefix(8).lowercased())
@@ -330,6 +342,9 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(800))
             try await onThread { try cluster.stopServer(immediate: true) }
             try await Task.sleep(for: .milliseconds(1_500))
+            try Self.checkUnavailableReply(
+                try await RemoteClient(port: fleet.ports[0], token: account.token).push([Make.note()]),
+                log: { fleet.servers[0].output })
             appliedBeforeRestart = ledger.applied.count
             try await onThread { try cluster.restart() }
             try await Task.sleep(for: .milliseconds(2_000))
