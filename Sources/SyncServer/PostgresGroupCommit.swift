@@ -556,27 +556,16 @@ final class PostgresGroupPushTransaction: PushTransaction {
         let prefetched = group.prefetchedRecords[account] ?? [:]
         let checked = group.checkedChangeIds[account] ?? []
         var records: [ChangeID: IdempotencyRecord] = [:]
-        var unknown: [UUID?] = []
+        var unknown: [ChangeID] = []
         for changeId in changeIds {
             if let record = known[changeId] ?? prefetched[changeId] {
                 records[changeId] = record
             } else if !checked.contains(changeId) {
-                unknown.append(changeId.uuid)
+                unknown.append(changeId)
             }
         }
         guard !unknown.isEmpty else { return records }
-        let rows = try connection.execute(
-            """
-            SELECT change_id, payload_hash, result, created_at FROM seen_changes
-            WHERE account_id = $1 AND change_id = ANY($2)
-            """, account.rawValue, PostgresValue.array(.uuid(unknown)))
-        for row in 0..<rows.rowCount {
-            let changeId = ChangeID(try rows.uuid(row, 0))
-            records[changeId] = IdempotencyRecord(
-                changeId: changeId, payloadHash: Array(try rows.data(row, 1)), result: try rows.data(row, 2),
-                createdAt: SQLiteServerStore.date(milliseconds: try rows.int64(row, 3)))
-        }
-        return records
+        return records.merging(try PostgresPushTransaction.records(unknown, of: account, on: connection)) { $1 }
     }
 
     func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity] {
@@ -599,21 +588,7 @@ final class PostgresGroupPushTransaction: PushTransaction {
             return !checked.contains(ref)
         }
         guard !unknown.isEmpty else { return entities }
-        // Rows are locked in the sort's order: (kind, id), as on every backend.
-        let rows = try connection.execute(
-            """
-            SELECT \(PostgresServerStore.entityColumns)
-            FROM entities e JOIN unnest($2::text[], $3::uuid[]) AS r(kind, id) ON e.kind = r.kind AND e.id = r.id
-            WHERE e.account_id = $1
-            ORDER BY e.kind, e.id
-            FOR UPDATE OF e
-            """, account.rawValue, PostgresValue.array(.text(unknown.map(\.kind.rawValue))),
-            PostgresValue.array(.uuid(unknown.map(\.id))))
-        for row in 0..<rows.rowCount {
-            let entity = try PostgresServerStore.entity(rows, row, from: 0)
-            entities[entity.ref] = entity
-        }
-        return entities
+        return entities.merging(try PostgresPushTransaction.lockRows(unknown, of: account, on: connection)) { $1 }
     }
 
     func entity(_ ref: EntityRef) throws -> StoredEntity? {
@@ -622,12 +597,7 @@ final class PostgresGroupPushTransaction: PushTransaction {
         {
             return entity
         }
-        let rows = try connection.execute(
-            """
-            SELECT \(PostgresServerStore.entityColumns) FROM entities e
-            WHERE e.account_id = $1 AND e.kind = $2 AND e.id = $3::uuid
-            """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id))
-        return rows.rowCount == 0 ? nil : try PostgresServerStore.entity(rows, 0, from: 0)
+        return try PostgresPushTransaction.row(ref, of: account, on: connection)
     }
 
     func write(_ entity: StoredEntity) throws {

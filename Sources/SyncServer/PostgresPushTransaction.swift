@@ -26,6 +26,23 @@ final class PostgresPushTransaction: PushTransaction {
     }
 
     func idempotencyRecords(_ changeIds: [ChangeID]) throws -> [ChangeID: IdempotencyRecord] {
+        try Self.records(changeIds, of: account, on: connection)
+    }
+
+    func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity] {
+        try Self.lockRows(refs, of: account, on: connection)
+    }
+
+    func entity(_ ref: EntityRef) throws -> StoredEntity? {
+        try Self.row(ref, of: account, on: connection)
+    }
+
+    // MARK: The statements, shared with the optimistic group's lookups of rows it did not prefetch
+
+    /// The remembered answers among `changeIds` of `account`.
+    static func records(
+        _ changeIds: [ChangeID], of account: AccountID, on connection: PostgresConnection
+    ) throws -> [ChangeID: IdempotencyRecord] {
         guard !changeIds.isEmpty else { return [:] }
         let rows = try connection.execute(
             """
@@ -42,9 +59,11 @@ final class PostgresPushTransaction: PushTransaction {
         return records
     }
 
-    func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity] {
+    /// Locks the existing rows among `refs` of `account` (`FOR UPDATE`) and returns them.
+    static func lockRows(
+        _ refs: [EntityRef], of account: AccountID, on connection: PostgresConnection
+    ) throws -> [EntityRef: StoredEntity] {
         guard !refs.isEmpty else { return [:] }
-        let (kinds, ids) = PostgresServerStore.arrays(refs)
         // Rows are locked in the sort's order: (kind, id), as on every backend.
         let rows = try connection.execute(
             """
@@ -53,7 +72,8 @@ final class PostgresPushTransaction: PushTransaction {
             WHERE e.account_id = $1
             ORDER BY e.kind, e.id
             FOR UPDATE OF e
-            """, account.rawValue, kinds, ids)
+            """, account.rawValue, PostgresValue.array(.text(refs.map(\.kind.rawValue))),
+            PostgresValue.array(.uuid(refs.map(\.id))))
         var entities: [EntityRef: StoredEntity] = [:]
         for row in 0..<rows.rowCount {
             let entity = try PostgresServerStore.entity(rows, row, from: 0)
@@ -62,7 +82,8 @@ final class PostgresPushTransaction: PushTransaction {
         return entities
     }
 
-    func entity(_ ref: EntityRef) throws -> StoredEntity? {
+    /// The row of `ref` of `account`, unlocked, or nil.
+    static func row(_ ref: EntityRef, of account: AccountID, on connection: PostgresConnection) throws -> StoredEntity? {
         let rows = try connection.execute(
             """
             SELECT \(PostgresServerStore.entityColumns) FROM entities e
