@@ -42,19 +42,19 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// Any error as a `ServerError`, and for store and unexpected errors the
     /// details for the server log. Those details (SQL, database hosts, lock
-    /// graphs) stay out of the reply, which names `reference` instead so an
+    /// graphs) stay out of the reply, which names a log reference instead so an
     /// operator can find the log line: store errors become 503 or 500.
-    static func from(_ error: any Error, reference: @autoclosure () -> String) -> (ServerError, logDetail: String?) {
+    static func from(_ error: any Error) -> (ServerError, logDetail: String?) {
+        if let error = error as? ServerError { return (error, nil) }
+        // Eight random hex digits tying the reply to its log line.
+        let reference = String(format: "%08x", UInt32.random(in: .min ... .max))
         switch error {
-        case let error as ServerError: return (error, nil)
         case ServerStoreError.unavailable(let detail):
-            let reference = reference()
             return (
                 .unavailable("the server's database is unavailable or busy; retry in a moment (log reference \(reference))"),
                 "\(reference): \(detail)"
             )
         default:
-            let reference = reference()
             return (
                 .internalError("the server failed on this request; its operator can look up log reference \(reference)"),
                 "\(reference): \(String(describing: error))"

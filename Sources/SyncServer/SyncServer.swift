@@ -79,7 +79,7 @@ public final class SyncServer: Sendable {
         do {
             response = try await dispatch(route, request)
         } catch {
-            let (serverError, detail) = ServerError.from(error, reference: Self.logReference())
+            let (serverError, detail) = ServerError.from(error)
             response = serverError.response
             response.logNote = serverError.parts.code.rawValue
             if let detail {
@@ -90,13 +90,6 @@ public final class SyncServer: Sendable {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(route: route.rawValue, status: response.status, seconds: seconds)
         return response
-    }
-
-    /// Eight random hex digits tying an error reply to its log line.
-    private static func logReference() -> String {
-        let value = UInt32.random(in: .min ... .max)
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 8 - digits.count) + digits
     }
 
     private func dispatch(_ route: Route, _ request: ServerRequest) async throws -> ServerResponse {
