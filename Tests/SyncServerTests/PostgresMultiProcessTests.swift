@@ -100,8 +100,6 @@ import TestSupport
         #expect(counter == Int64(versions.count), "counter \(counter), acknowledged \(versions.count)")
     }
 
-    /// What an operator types: migrate, add an account, serve, revoke, new epoch,
-    /// all through the real binary with `--postgres`.
     /// A 503 for a database that is down says so without the database's
     /// address or error text, and names the serve log line that has them.
     static func checkUnavailableReply(_ reply: Reply, log: () -> String) throws {
@@ -114,6 +112,8 @@ import TestSupport
         #expect(line?.contains("PostgreSQL") == true, "the serve log has the details under \(reference)")
     }
 
+    /// What an operator types: migrate, add an account, serve, revoke, new epoch,
+    /// all through the real binary with `--postgres`.
     @Test func theAccountAndServerCommandsWorkOnPostgreSQL() async throws {
         guard Self.ready(), let binary = MountFixture.binaryPath else { return }
         let conninfo = try PostgresTestCluster.conninfo(schema: "cli_" + UUID().uuidString.prefix(8).lowercased())
@@ -134,7 +134,7 @@ import TestSupport
         let secondToken = again.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(AccessToken(text: secondToken) != nil && secondToken != token)
         let listed = try await notesfs(["account", "list", "--postgres", conninfo]).standardOutput
-        #expect(listed.split(separator: "\n").contains { $0.hasPrefix("erin ") && $0.split(separator: " ")[1] == "2" },
+        #expect(listed.split(separator: "\n").contains { $0.hasPrefix("erin ") && $0.split(separator: " ").dropFirst().first == "2" },
             "one account with two tokens: \(listed)")
 
         let fleet = try PostgresFleet(conninfo: conninfo, processes: 1)
