@@ -27,7 +27,9 @@ public protocol FileSystemOperations: AnyObject, Sendable {
     /// Returns at most `count` bytes from `offset`; fewer only at the end of the file.
     func read(inode: UInt64, handle: UInt64, offset: Int64, count: Int) throws -> Data
     /// Stores `bytes` (valid only during the call) and returns how many were written.
-    func write(inode: UInt64, handle: UInt64, offset: Int64, bytes: UnsafeRawBufferPointer) throws -> Int
+    /// `flags` are the writing descriptor's (the kernel sends them with every write).
+    func write(inode: UInt64, handle: UInt64, offset: Int64, bytes: UnsafeRawBufferPointer, flags: OpenFlags) throws
+        -> Int
     func flush(inode: UInt64, handle: UInt64) throws
     func release(inode: UInt64, handle: UInt64)
     func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws

@@ -425,11 +425,15 @@ enum FuseCallbacks {
         _ fileInfo: UnsafeMutablePointer<fuse_file_info>?
     ) {
         let fileHandle = cfuse_fi_fh(fileInfo)
+        // libfuse copies the descriptor's flags (O_APPEND among them) into
+        // every write, with or without open requests.
+        let flags = OpenFlags(rawValue: cfuse_fi_flags(fileInfo))
         serve(req, "write") { dispatcher in
             guard offset >= 0, size >= 0 else { throw FileSystemError.invalid }
             let buffer = UnsafeRawBufferPointer(start: bytes.map { UnsafeRawPointer($0) }, count: bytes == nil ? 0 : size)
             return .written(
-                try dispatcher.operations.write(inode: inode, handle: fileHandle, offset: Int64(offset), bytes: buffer))
+                try dispatcher.operations.write(
+                    inode: inode, handle: fileHandle, offset: Int64(offset), bytes: buffer, flags: flags))
         }
     }
 

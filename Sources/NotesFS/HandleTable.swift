@@ -25,19 +25,31 @@ final class HandleTable: Sendable {
         var handles: [UInt64: Handle] = [:]
         var next: UInt64 = 1
         var openFiles = 0
+        /// The store's `kernelViewGeneration` when each file handle was opened.
+        var views: [UInt64: UInt64] = [:]
     }
 
     private let state = Mutex(State())
 
-    func open(_ handle: Handle) throws -> UInt64 {
+    /// `view` is the store's `kernelViewGeneration` read before the open: a
+    /// write through the handle is judged against it.
+    func open(_ handle: Handle, view: UInt64 = 0) throws -> UInt64 {
         try state.withLock { state in
             guard state.handles.count < Self.openHandlesMax else { throw FileSystemError(ENFILE) }
             let number = state.next
             state.next += 1
             state.handles[number] = handle
-            if case .file = handle { state.openFiles += 1 }
+            if case .file = handle {
+                state.openFiles += 1
+                state.views[number] = view
+            }
             return number
         }
+    }
+
+    /// What the program holding `number` could have seen when it opened it.
+    func view(of number: UInt64) -> UInt64? {
+        state.withLock { $0.views[number] }
     }
 
     func handle(_ number: UInt64) -> Handle? {
@@ -46,7 +58,10 @@ final class HandleTable: Sendable {
 
     func close(_ number: UInt64) {
         state.withLock { state in
-            if case .file = state.handles.removeValue(forKey: number) { state.openFiles -= 1 }
+            if case .file = state.handles.removeValue(forKey: number) {
+                state.openFiles -= 1
+                state.views[number] = nil
+            }
         }
     }
 

@@ -25,6 +25,9 @@ final class InodeTable: Sendable {
         /// rename-over) while the kernel still holds it: descriptors open on
         /// it read and write these, never the store. Dropped on forget.
         var snapshot: HandleTable.Snapshot?
+        /// The store's `kernelViewGeneration` as of the last time the kernel
+        /// learned this file's size: writes are judged against it.
+        var view: UInt64 = 0
     }
 
     private struct State {
@@ -52,10 +55,11 @@ final class InodeTable: Sendable {
     /// Records that the kernel received `inode` for `ref` once more (lookup,
     /// create, mkdir, symlink, readdirplus). Rebinds the number when it was
     /// re-pointed (rename-over) and detaches an older number of `ref`.
-    func lookedUp(_ inode: UInt64, ref: EntryRef) {
+    func lookedUp(_ inode: UInt64, ref: EntryRef, view: UInt64) {
         state.withLock { state in
             bind(&state, inode, ref)
             state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
+            state.nodes[inode]?.learned(view)
         }
     }
 
@@ -66,7 +70,7 @@ final class InodeTable: Sendable {
     }
 
     /// `lookedUp` for every pair, under one lock (readdirplus).
-    func lookedUp(_ pairs: [(inode: UInt64, ref: EntryRef)]) {
+    func lookedUp(_ pairs: [(inode: UInt64, ref: EntryRef)], view: UInt64) {
         guard !pairs.isEmpty else { return }
         state.withLock { state in
             for (inode, ref) in pairs {
@@ -75,8 +79,19 @@ final class InodeTable: Sendable {
                 // back to that node.
                 if state.nodes[inode]?.ref != ref { bind(&state, inode, ref) }
                 state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
+                state.nodes[inode]?.learned(view)
             }
         }
+    }
+
+    /// The kernel learned `inode`'s size (getattr, setattr) as of `view`.
+    func learned(_ inode: UInt64, view: UInt64) {
+        state.withLock { $0.nodes[inode]?.learned(view) }
+    }
+
+    /// What the kernel last learned of `inode`; nil when it holds no such inode.
+    func view(of inode: UInt64) -> UInt64? {
+        state.withLock { $0.nodes[inode]?.view }
     }
 
     /// Binds `inode` to `ref` without counting a lookup (after a rename, the
@@ -186,4 +201,11 @@ final class InodeTable: Sendable {
 
     /// How many inodes the kernel holds (for status and tests).
     var count: Int { state.withLock { $0.nodes.count } }
+}
+
+extension InodeTable.Node {
+    /// Views only move forward: a reply built from an older read never undoes a newer one.
+    mutating func learned(_ newView: UInt64) {
+        if newView > view { view = newView }
+    }
 }

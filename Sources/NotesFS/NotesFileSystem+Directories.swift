@@ -7,9 +7,10 @@ extension NotesFileSystem {
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.exists
         }
+        let view = store.kernelViewGeneration
         let entry = try store.makeDirectory(
             in: try directory(parent), name: name, mode: mode & 0o7777 & ~context.umask)
-        return try handOut(entry)
+        return try handOut(entry, view: view)
     }
 
     public func removeFile(parent: UInt64, name: String) throws {
@@ -146,7 +147,8 @@ extension NotesFileSystem {
         // Lookups counted for the entries sent, recorded under one lock
         // before the reply leaves (so no forget can overtake them).
         var handedOut: [(inode: UInt64, ref: EntryRef)] = []
-        defer { inodes.lookedUp(handedOut) }
+        let view = store.kernelViewGeneration
+        defer { inodes.lookedUp(handedOut, view: view) }
         while true {
             let batch = try store.list(directory: directory, afterCookie: after, limit: Self.listBatchEntries)
             if batch.isEmpty { return }

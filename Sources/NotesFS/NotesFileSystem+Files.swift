@@ -16,13 +16,14 @@ extension NotesFileSystem {
             let handle = try handles.open(.generated(inode: inode, content: content))
             return OpenReply(handle: handle, keepCache: false, directIO: true)
         }
+        let view = store.kernelViewGeneration
         if !(flags.truncate && flags.canWrite), inodes.ref(for: inode) != nil {
             // The common case answers from memory: the kernel only opens
             // regular files here (directories go to opendir), the inode is
             // attached to a live entry, and whether the kernel's pages are
             // current is tracked without reading the store.
             let keepCache = inodes.noteOpened(inode)
-            let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil))
+            let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil), view: view)
             return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
         }
         let ref = try resolve(inode)
@@ -41,7 +42,7 @@ extension NotesFileSystem {
         } else {
             keepCache = inodes.noteOpened(inode)
         }
-        let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil))
+        let handle = try handles.open(.file(inode: inode, flags: flags, snapshot: nil), view: view)
         return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
     }
 
@@ -52,6 +53,7 @@ extension NotesFileSystem {
             throw FileSystemError.notPermitted
         }
         let directory = try directory(parent)
+        let view = store.kernelViewGeneration
         var (entry, inode) = try store.createFileNumbered(
             in: directory, name: name, mode: mode & 0o7777 & ~context.umask, exclusive: flags.exclusive)
         if entry.size > 0 && flags.truncate && flags.canWrite {
@@ -59,11 +61,11 @@ extension NotesFileSystem {
             try store.truncate(entry.ref, to: 0)
             entry.size = 0
         }
-        let reply = handOut(entry, inode: inodes.inode(for: entry.ref) ?? inode)
+        let reply = handOut(entry, inode: inodes.inode(for: entry.ref) ?? inode, view: view)
         _ = inodes.noteOpened(reply.attributes.inode)
         // Without open requests there is no release either: no handle to keep.
         if opensAreSkipped { return (reply, OpenReply(handle: 0, keepCache: true, directIO: false)) }
-        let handle = try handles.open(.file(inode: reply.attributes.inode, flags: flags, snapshot: nil))
+        let handle = try handles.open(.file(inode: reply.attributes.inode, flags: flags, snapshot: nil), view: view)
         return (reply, OpenReply(handle: handle, keepCache: false, directIO: false))
     }
 
@@ -73,9 +75,10 @@ extension NotesFileSystem {
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }
+        let view = store.kernelViewGeneration
         let entry = try store.createFile(
             in: try directory(parent), name: name, mode: mode & 0o7777 & ~context.umask, exclusive: true)
-        return try handOut(entry)
+        return try handOut(entry, view: view)
     }
 
     public func link(inode: UInt64, newParent: UInt64, newName: String) throws -> EntryReply {
@@ -113,7 +116,9 @@ extension NotesFileSystem {
         return data.subdata(in: start..<end)
     }
 
-    public func write(inode: UInt64, handle: UInt64, offset: Int64, bytes: UnsafeRawBufferPointer) throws -> Int {
+    public func write(
+        inode: UInt64, handle: UInt64, offset: Int64, bytes: UnsafeRawBufferPointer, flags: OpenFlags
+    ) throws -> Int {
         if handle == 0 {
             // Opened without an open request (the kernel checked the access mode).
             guard !ControlDirectory.owns(inode) else { throw FileSystemError.accessDenied }
@@ -121,23 +126,43 @@ extension NotesFileSystem {
             if inodes.updateSnapshot(inode, { Self.write(data, at: offset, into: &$0) }) != nil {
                 return data.count
             }
-            try store.write(try resolve(inode), offset: offset, bytes: data)
+            try storeWrite(inode: inode, offset: offset, bytes: data, append: flags.append, view: inodes.view(of: inode))
             return data.count
         }
         switch handles.handle(handle) {
         case .generated, .directory, nil:
             throw FileSystemError.badHandle
-        case .file(_, let flags, let snapshot):
-            guard flags.canWrite else { throw FileSystemError.badHandle }
+        case .file(_, let openFlags, let snapshot):
+            guard openFlags.canWrite else { throw FileSystemError.badHandle }
             let data = Data(bytes)
             if snapshot != nil {
                 // A replaced or unlinked file: the bytes stay with this handle only.
                 _ = handles.updateSnapshot(handle) { Self.write(data, at: offset, into: &$0) }
                 return data.count
             }
-            try store.write(try resolve(inode), offset: offset, bytes: data)
+            // Stale when a change landed after the open or after the kernel
+            // last learned the size, whichever came first.
+            let views = [handles.view(of: handle), inodes.view(of: inode)].compactMap { $0 }
+            try storeWrite(
+                inode: inode, offset: offset, bytes: data, append: openFlags.append || flags.append, view: views.min())
             return data.count
         }
+    }
+
+    /// A write into the store. An append lands at the note's real end (the
+    /// kernel computed its offset from the size it cached, which a pull may
+    /// have made stale), and a write through a stale view is merged with what
+    /// its writer had not seen; either way the kernel's copy is then dropped.
+    private func storeWrite(inode: UInt64, offset: Int64, bytes: Data, append: Bool, view: UInt64?) throws {
+        let result = try store.write(try resolve(inode), offset: offset, bytes: bytes, append: append, view: view)
+        if result.kernelViewStale { dropKernelView(of: inode) }
+    }
+
+    /// The kernel's pages and size of `inode` are not what the store holds:
+    /// queued for the invalidation thread (never sent from a request handler).
+    func dropKernelView(of inode: UInt64) {
+        inodes.distrustCache(inode)
+        invalidations.enqueue([.inode(inode)])
     }
 
     /// Writes into a detached inode's or handle's own bytes.
@@ -186,7 +211,8 @@ extension NotesFileSystem {
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }
+        let view = store.kernelViewGeneration
         let entry = try store.makeSymlink(in: try directory(parent), name: name, target: target)
-        return try handOut(entry)
+        return try handOut(entry, view: view)
     }
 }

@@ -130,13 +130,14 @@ public final class NotesFileSystem: FileSystemOperations {
     }
 
     /// Hands `entry` to the kernel: counts the lookup and builds the reply.
-    func handOut(_ entry: Entry) throws -> EntryReply {
-        handOut(entry, inode: try inodeNumber(for: entry.ref))
+    /// `view` is the store's `kernelViewGeneration` read before `entry` was.
+    func handOut(_ entry: Entry, view: UInt64) throws -> EntryReply {
+        handOut(entry, inode: try inodeNumber(for: entry.ref), view: view)
     }
 
     /// Hands `entry` to the kernel under `inode`.
-    func handOut(_ entry: Entry, inode: UInt64) -> EntryReply {
-        inodes.lookedUp(inode, ref: entry.ref)
+    func handOut(_ entry: Entry, inode: UInt64, view: UInt64) -> EntryReply {
+        inodes.lookedUp(inode, ref: entry.ref, view: view)
         return reply(attributes(entry, inode: inode))
     }
 
@@ -181,8 +182,9 @@ public final class NotesFileSystem: FileSystemOperations {
         }
         if ControlDirectory.owns(parent) { return negativeReply() }
         let directory = try directory(parent)
+        let view = store.kernelViewGeneration
         guard let entry = try store.lookup(in: directory, name: name) else { return negativeReply() }
-        return try handOut(entry)
+        return try handOut(entry, view: view)
     }
 
     public func forget(inode: UInt64, count: UInt64) {
@@ -202,7 +204,9 @@ public final class NotesFileSystem: FileSystemOperations {
         if let snapshot = inodes.snapshot(of: inode) { return snapshot.attributes }
         let ref = try resolve(inode)
         guard case .folder = ref else {
+            let view = store.kernelViewGeneration
             guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+            inodes.learned(inode, view: view)
             return attributes(entry, inode: inode)
         }
         if let kept = folderAttributes.attributes(of: inode, ref: ref) { return kept }
@@ -240,7 +244,13 @@ public final class NotesFileSystem: FileSystemOperations {
         let ref = try resolve(inode)
         // Each change is its own small transaction; the common cases
         // (truncate, chmod, touch) change one thing.
-        if let size = changes.size { try store.truncate(ref, to: Int64(clamping: size)) }
+        if let size = changes.size,
+            try store.truncate(ref, to: Int64(clamping: size), view: inodes.view(of: inode))
+        {
+            // Merged with text the truncating program had not seen: what the
+            // kernel holds of the file is not what is stored.
+            dropKernelView(of: inode)
+        }
         if let permissions = changes.permissions { try store.setMode(ref, mode: permissions) }
         if let time = changes.modificationTime {
             let nanoseconds: Int64
@@ -251,7 +261,9 @@ public final class NotesFileSystem: FileSystemOperations {
             try store.setModified(ref, nanoseconds: nanoseconds)
         }
         // Owners and access times are accepted and not kept.
+        let view = store.kernelViewGeneration
         guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+        inodes.learned(inode, view: view)
         return attributes(entry, inode: inode)
     }
 

@@ -84,9 +84,21 @@ extension NotesStore {
     /// Writes `bytes` at `offset` (past the end zero-fills the gap). Returns the new size.
     @discardableResult
     public func write(_ ref: EntryRef, offset: Int64, bytes: Data) throws(StoreError) -> Int64 {
+        try write(ref, offset: offset, bytes: bytes, append: false, view: nil).size
+    }
+
+    /// A write as the kernel sends it. `append` (the descriptor has
+    /// `O_APPEND`) puts the bytes at the note's current end, whatever offset
+    /// the kernel computed from the size it cached. `view` is the
+    /// `kernelViewGeneration` read before the kernel last learned the note's
+    /// size: a write through an older view is merged with the text it did not
+    /// see (see `KernelViewLedger`), never written over it.
+    public func write(_ ref: EntryRef, offset: Int64, bytes: Data, append: Bool, view: UInt64?)
+        throws(StoreError) -> KernelWriteResult
+    {
         guard offset >= 0 else { throw .invalidName("negative offset") }
         let end = offset + Int64(bytes.count)
-        if case .note = ref, end > Int64(configuration.noteSizeLimitBytes) {
+        if case .note = ref, !append, end > Int64(configuration.noteSizeLimitBytes) {
             throw .tooLarge(limit: configuration.noteSizeLimitBytes)
         }
         return try write(origin: .local) { db, commit in
@@ -95,18 +107,31 @@ extension NotesStore {
                 guard let row = try NoteRow.load(db, id: id), !row.deleted else {
                     throw StoreError.notFound(ref.description)
                 }
+                if append {
+                    var content = row.content
+                    content.body.append(bytes)
+                    try editNote(db, row, to: content, commit: &commit)
+                    return KernelWriteResult(
+                        size: Int64(content.body.count), kernelViewStale: offset != Int64(row.body.count))
+                }
+                if let size = try writeThroughStaleView(
+                    db, row, view: view, change: { Self.splice($0, bytes, at: Int(offset)) }, commit: &commit)
+                {
+                    return KernelWriteResult(size: size, kernelViewStale: true)
+                }
                 var content = row.content
                 content.body = Self.splice(row.body, bytes, at: Int(offset))
                 try editNote(db, row, to: content, commit: &commit)
-                return Int64(content.body.count)
+                return KernelWriteResult(size: Int64(content.body.count), kernelViewStale: false)
             case .local(let seq):
                 guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
                     throw StoreError.notFound(ref.description)
                 }
-                let data = Self.splice(row.data, bytes, at: Int(offset))
+                let data = append ? row.data + bytes : Self.splice(row.data, bytes, at: Int(offset))
                 try db.run("UPDATE local_entries SET data = ?, updated_ns = ? WHERE seq = ?", data, now, seq)
                 commit.changedEntries.insert(ref)
-                return Int64(data.count)
+                return KernelWriteResult(
+                    size: Int64(data.count), kernelViewStale: append && offset != Int64(row.data.count))
             case .root, .folder:
                 throw StoreError.isADirectory(ref.description)
             }
@@ -124,19 +149,31 @@ extension NotesStore {
 
     /// Sets a file's size, cutting or zero-extending. Cut text goes to the history.
     public func truncate(_ ref: EntryRef, to size: Int64) throws(StoreError) {
+        _ = try truncate(ref, to: size, view: nil)
+    }
+
+    /// A truncation as the kernel sends it; `view` as for `write(_:offset:bytes:append:view:)`.
+    /// Returns true when the stored text differs from what the kernel believes.
+    public func truncate(_ ref: EntryRef, to size: Int64, view: UInt64?) throws(StoreError) -> Bool {
         guard size >= 0 else { throw .invalidName("negative size") }
         if case .note = ref, size > Int64(configuration.noteSizeLimitBytes) {
             throw .tooLarge(limit: configuration.noteSizeLimitBytes)
         }
-        try write(origin: .local) { db, commit in
+        return try write(origin: .local) { db, commit in
             switch ref {
             case .note(let id):
                 guard let row = try NoteRow.load(db, id: id), !row.deleted else {
                     throw StoreError.notFound(ref.description)
                 }
+                if try writeThroughStaleView(
+                    db, row, view: view, change: { Self.resized($0, to: Int(size)) }, commit: &commit) != nil
+                {
+                    return true
+                }
                 var content = row.content
                 content.body = Self.resized(row.body, to: Int(size))
                 try editNote(db, row, to: content, commit: &commit)
+                return false
             case .local(let seq):
                 guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
                     throw StoreError.notFound(ref.description)
@@ -145,6 +182,7 @@ extension NotesStore {
                     "UPDATE local_entries SET data = ?, updated_ns = ? WHERE seq = ?",
                     Self.resized(row.data, to: Int(size)), now, seq)
                 commit.changedEntries.insert(ref)
+                return false
             case .root, .folder:
                 throw StoreError.isADirectory(ref.description)
             }

@@ -304,6 +304,9 @@ extension NotesStore {
             changed ? modified : row.updatedNanoseconds, server?.version, serverNote != nil, serverNote?.title,
             serverNote?.body, serverNote?.folderID?.description, row.seq)
         guard changed else { return }
+        if !row.deleted, final.body != row.body {
+            kernelViews.recordChange(of: row.id, replaced: row.body)
+        }
         commit.changedEntries.insert(.note(row.id))
         if content == nil {
             try removeName(db, entry: .note(row.id), commit: &commit)

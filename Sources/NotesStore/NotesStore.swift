@@ -21,6 +21,8 @@ public final class NotesStore: @unchecked Sendable {
     let listingCache = ListingCache()
     /// When the history was last held to its size cap.
     let historySizeCheck = HistorySizeCheck()
+    /// Text replaced behind the kernel's back, for judging writes made through older views.
+    let kernelViews = KernelViewLedger()
     /// When this store was opened; the root directory's times.
     let openedNanoseconds: Int64
 

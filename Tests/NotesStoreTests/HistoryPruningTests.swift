@@ -1,19 +1,12 @@
 import Foundation
 import NotesModel
 import NotesStore
-import Synchronization
 import TestSupport
 import Testing
 
 /// The local history is bounded in age and size without reading the whole
 /// history on every truncation.
 @Suite struct HistoryPruningTests {
-    final class TestClock: Sendable {
-        let nanoseconds = Mutex<Int64>(1_000_000_000_000)
-        func advance(seconds: Int64) { nanoseconds.withLock { $0 += seconds * 1_000_000_000 } }
-        var storeClock: StoreClock { StoreClock { [self] in nanoseconds.withLock { $0 } } }
-    }
-
     func truncate(_ store: NotesStore, _ note: NoteID, keeping text: String) throws {
         try store.write(.note(note), offset: 0, bytes: Data(text.utf8))
         try store.truncate(.note(note), to: 0)

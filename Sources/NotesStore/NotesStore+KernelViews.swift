@@ -1,0 +1,95 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+/// How a write the kernel sent was stored.
+public struct KernelWriteResult: Sendable, Equatable {
+    /// The file's size afterwards.
+    public var size: Int64
+    /// The stored text is not what the kernel believes it wrote (an append
+    /// moved to the note's real end, or a merge with text the writer had not
+    /// seen): the kernel's cached pages and size must be dropped.
+    public var kernelViewStale: Bool
+
+    public init(size: Int64, kernelViewStale: Bool) {
+        self.size = size
+        self.kernelViewStale = kernelViewStale
+    }
+}
+
+// Writes through a stale view of a note: the kernel, and the program writing
+// through it, had not seen a change that landed behind their back (a pull, a
+// merge after a conflict). Such a write is a concurrent edit: the writer's
+// text (what it saw, with its writes applied) is merged three-way with the
+// note's current text; where the merge fails, the note keeps its text and
+// the writer's becomes a conflict copy. Never a silent overwrite.
+extension NotesStore {
+    /// The view generation to hand back with writes, read before the kernel is
+    /// told a note's size.
+    public var kernelViewGeneration: UInt64 { kernelViews.generation }
+
+    /// Applies `change` to the writer's text when `row` is written through a
+    /// stale view (or by a writer already in such a session) and returns the
+    /// note's new size; nil when the view is current and the write applies as it is.
+    func writeThroughStaleView(
+        _ db: Connection, _ row: NoteRow, view: UInt64?, change: (Data) -> Data, commit: inout StoreCommit
+    ) throws -> Int64? {
+        let time = now
+        var session = kernelViews.session(of: row.id, now: time)
+        if session == nil, let view {
+            switch kernelViews.judge(row.id, view: view) {
+            case .current:
+                kernelViews.forget(row.id)
+            case .forgotten:
+                // More replaced text than the ledger keeps: this write cannot
+                // be judged and applies as it is, as before views were kept.
+                kernelViews.forget(row.id)
+            case .stale(let seen):
+                // From here the session carries what the writer saw; later
+                // writes after it ends are judged against the current text.
+                kernelViews.forget(row.id)
+                session = KernelViewLedger.Session(
+                    view: seen, writer: seen, remote: row.body, lastWriteNanoseconds: time,
+                    changeID: ChangeID(newUUID()))
+            }
+        }
+        guard var session else { return nil }
+        session.writer = change(session.writer)
+        session.lastWriteNanoseconds = time
+        guard session.writer.count <= configuration.noteSizeLimitBytes else {
+            throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
+        }
+        let size = try mergeWriterSession(db, row, session, commit: &commit)
+        kernelViews.setSession(session, of: row.id)
+        return size
+    }
+
+    /// Puts `merge(seen, writer, remote)` into the note, or, where the lines
+    /// clash, keeps the note's text and the writer's in a conflict copy.
+    private func mergeWriterSession(
+        _ db: Connection, _ row: NoteRow, _ session: KernelViewLedger.Session, commit: inout StoreCommit
+    ) throws -> Int64 {
+        func content(_ body: Data) -> NoteContent { NoteContent(title: row.title, body: body, folderID: row.folderID) }
+        let merged = configuration.mergeNote(content(session.view), content(session.writer), content(session.remote))
+        let copyID = ConflictPolicy.conflictCopyID(for: session.changeID)
+        if merged.conflictCopy == nil, let result = merged.result {
+            try editNote(db, row, to: result, commit: &commit)
+            // An earlier write of this save clashed (a truncation before the
+            // rewrite): its copy held half a save and goes.
+            if let existing = try NoteRow.load(db, id: copyID), !existing.deleted {
+                try deleteNote(db, existing, commit: &commit)
+            }
+            return Int64(result.body.count)
+        }
+        try editNote(db, row, to: content(session.remote), commit: &commit)
+        if let existing = try NoteRow.load(db, id: copyID), !existing.deleted {
+            var copy = existing.content
+            copy.body = session.writer
+            try editNote(db, existing, to: copy, commit: &commit)
+        } else {
+            _ = try makeConflictCopy(
+                db, of: row, copy: content(session.writer), changeID: session.changeID, commit: &commit)
+        }
+        return Int64(session.remote.count)
+    }
+}

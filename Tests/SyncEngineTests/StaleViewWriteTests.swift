@@ -1,0 +1,150 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Writes made through a view of a note that a pull has since changed: an
+/// append lands at the note's real end, and a write at an offset the writer
+/// computed before the pull is merged with the pulled text, never written
+/// over it. Two real mounts and a real server; the second mount's kernel
+/// holds the note's old size when the pulled change lands.
+@Suite(.serialized, .enabled(if: MountFixture.shouldRun)) struct StaleViewWriteTests {
+    /// Both mounts show `n.md` as `start`, synced; returns the version b's store holds.
+    func sharedNote(_ cluster: SyncCluster, _ start: String) throws -> Int {
+        let (a, b) = (cluster.mounts[0], cluster.mounts[1])
+        try Data(start.utf8).write(to: URL(fileURLWithPath: a.mountpoint + "/n.md"))
+        try cluster.waitFor("b has the note") { SyncCluster.text(b, "n.md") == start }
+        try cluster.waitFor("a synced it") { a.hasNothingPending }
+        return try #require(try storedVersion(b))
+    }
+
+    /// The server version of `n.md` in `mount`'s database, read from the
+    /// file: nothing asks the mount's kernel about the note (a stat would
+    /// teach it the new size, which is what these tests must avoid).
+    func storedVersion(_ mount: MountFixture) throws -> Int? {
+        let query = """
+            import sqlite3, sys
+            db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+            row = db.execute("SELECT server_version FROM notes WHERE title = 'n.md' AND deleted = 0").fetchone()
+            print(row[0] if row and row[0] is not None else "")
+            """
+        let result = try MountFixture.run(["python3", "-c", query, mount.databasePath])
+        return Int(result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Waits until `mount` shows `text` at `n.md`; the failure says what it shows instead.
+    func waitForText(_ cluster: SyncCluster, _ mount: MountFixture, _ text: String) throws {
+        do {
+            try cluster.waitFor("n.md reads \(text.debugDescription)") { SyncCluster.text(mount, "n.md") == text }
+        } catch {
+            let shown = SyncCluster.names(mount).map { "\($0): \((SyncCluster.text(mount, $0) ?? "?").debugDescription)" }
+            Issue.record("\(mount.mountpoint) shows \(shown)")
+            throw error
+        }
+    }
+
+    /// Waits until b's store holds a newer version than `version`.
+    func waitForPull(_ cluster: SyncCluster, past version: Int) throws {
+        let b = cluster.mounts[1]
+        try cluster.waitFor("b pulled a's change") { (try storedVersion(b) ?? version) > version }
+    }
+
+    @Test func anAppendThroughADescriptorOpenedBeforeAPullLandsAtTheNotesEnd() throws {
+        let cluster = try SyncCluster(mounts: 2)
+        defer { cluster.remove() }
+        let (a, b) = (cluster.mounts[0], cluster.mounts[1])
+        let version = try sharedNote(cluster, "base\n")
+        // b opens for appending (its kernel learns size 5), then a's line
+        // arrives, then b appends through the same descriptor.
+        let script = """
+            exec 3>>n.md
+            echo opened > \(b.mountpoint)/../b-opened
+            while [ ! -e \(b.mountpoint)/../b-go ]; do sleep 0.01; done
+            echo B >&3
+            exec 3>&-
+            """
+        let appender = try BackgroundProcess(["/bin/bash", "-c", script], in: b.mountpoint)
+        defer { appender.terminate() }
+        try cluster.waitFor("b's descriptor is open") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-opened") }
+        _ = try cluster.shell(a, "echo A >> n.md")
+        try waitForPull(cluster, past: version)
+        #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
+        #expect(appender.waitForExit(seconds: 10) == 0)
+        for mount in [a, b] {
+            try waitForText(cluster, mount, "base\nA\nB\n")
+        }
+        #expect(SyncCluster.names(a) == ["n.md"], "no conflict copy for two appends")
+    }
+
+    @Test func aWriteAtAnOffsetTakenBeforeAPullNeverOverwritesThePulledText() throws {
+        let cluster = try SyncCluster(mounts: 2)
+        defer { cluster.remove() }
+        let (a, b) = (cluster.mounts[0], cluster.mounts[1])
+        let version = try sharedNote(cluster, "one\ntwo\n")
+        // b's writer learns the size (fstat), a's edit arrives, then b writes
+        // its line where it believes the end is: over a's line, byte for byte.
+        let script = """
+            import os, sys, time
+            fd = os.open("n.md", os.O_WRONLY)
+            end = os.fstat(fd).st_size
+            open("../b-opened", "w").close()
+            while not os.path.exists("../b-go"): time.sleep(0.01)
+            os.pwrite(fd, b"B-line\\n", end)
+            os.close(fd)
+            """
+        let writer = try BackgroundProcess(["python3", "-c", script], in: b.mountpoint)
+        defer { writer.terminate() }
+        try cluster.waitFor("b's writer has the size") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-opened") }
+        _ = try cluster.shell(a, "echo A-line >> n.md")
+        try waitForPull(cluster, past: version)
+        #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
+        #expect(writer.waitForExit(seconds: 10) == 0)
+        // Two lines added at the same place merge, or (with a merge that
+        // keeps such clashes apart) the writer's text becomes a conflict
+        // copy; either way the note keeps a's line and nothing is lost.
+        for mount in [a, b] {
+            try cluster.waitFor("every line on \(mount.mountpoint)") {
+                let lines = SyncCluster.names(mount).flatMap { (SyncCluster.text(mount, $0) ?? "").split(separator: "\n") }
+                return Set(lines) == ["one", "two", "A-line", "B-line"]
+                    && (SyncCluster.text(mount, "n.md") ?? "").contains("A-line\n")
+            }
+        }
+        try cluster.waitFor("both mounts show the same files") {
+            SyncCluster.names(a) == SyncCluster.names(b)
+                && SyncCluster.names(a).allSatisfy { SyncCluster.text(a, $0) == SyncCluster.text(b, $0) }
+        }
+    }
+
+    @Test func aRewriteThroughAStaleViewThatClashesKeepsBothTexts() throws {
+        let cluster = try SyncCluster(mounts: 2)
+        defer { cluster.remove() }
+        let (a, b) = (cluster.mounts[0], cluster.mounts[1])
+        let version = try sharedNote(cluster, "one\ntwo\nthree\n")
+        // b's writer truncates and rewrites the note from what it saw, after
+        // a changed the same line: the clash becomes a conflict copy.
+        let script = """
+            import os, time
+            fd = os.open("n.md", os.O_WRONLY)
+            os.fstat(fd)
+            open("../b-opened", "w").close()
+            while not os.path.exists("../b-go"): time.sleep(0.01)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, b"one\\nTWO-b\\nthree\\n", 0)
+            os.close(fd)
+            """
+        let writer = try BackgroundProcess(["python3", "-c", script], in: b.mountpoint)
+        defer { writer.terminate() }
+        try cluster.waitFor("b's writer has the size") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-opened") }
+        _ = try cluster.shell(a, "printf 'one\\nTWO-a\\nthree\\n' > n.md")
+        try waitForPull(cluster, past: version)
+        #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
+        #expect(writer.waitForExit(seconds: 10) == 0)
+        for mount in [a, b] {
+            try cluster.waitFor("the note and one copy on \(mount.mountpoint)") {
+                let names = SyncCluster.names(mount)
+                let texts = Set(names.compactMap { SyncCluster.text(mount, $0) })
+                return names.count == 2 && texts == ["one\nTWO-a\nthree\n", "one\nTWO-b\nthree\n"]
+            }
+        }
+        #expect(SyncCluster.text(a, "n.md") == "one\nTWO-a\nthree\n", "the note keeps the text b had not seen")
+    }
+}
