@@ -13,6 +13,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The engine does not freeze what it sends: an edit typed while the
     /// note's change is in flight counts as sent once the answer comes.
     case forgetsToFreeze
+    /// A resync deletes clean notes the server lacks (a server put back in
+    /// time), instead of sending them back (SimWorld+Operator.swift).
+    case resyncDeletesWhatTheServerLacks
 }
 
 /// Fault kinds, counted per run.
@@ -34,6 +37,9 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case editInFlight = "edit-in-flight"
     case oversizedNote = "oversized-note"
     case twins = "same-title-twins"
+    case restoreWithoutEpoch = "server-restore-without-new-epoch"
+    case freshServer = "fresh-server"
+    case rebind = "rebind"
 
     public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -31,8 +31,8 @@ public final class SimWorld: @unchecked Sendable {
     var serverStore: SQLiteServerStore
     var server: SyncServer
     let serverConfiguration: SyncServer.Configuration
-    let account: AccountID
-    let token: String
+    var account: AccountID
+    var token: String
     var epoch: String
     /// Bumped when the server forgets change ids (purge), so answers are compared within one memory.
     var purgeGeneration = 0
@@ -199,6 +199,8 @@ public final class SimWorld: @unchecked Sendable {
             trace("\(device.name) goes offline until step \(device.offlineUntilStep)")
         } else if event(configuration.twinRate) {
             try makeTwins()
+        } else if event(operatorRate) {
+            try await performOperatorAction()
         } else {
             try localOperation(device)
         }

@@ -126,8 +126,9 @@ extension NotesStore {
             let current = try db.queryOne("SELECT account_id FROM sync_state WHERE id = 1") { $0.optionalString(0) }
             if let existing = current ?? nil, existing != accountID {
                 throw StoreError.syncMismatch(
-                    "this notes database syncs with account \(existing), not \(accountID); "
-                        + "use another --profile for the other account")
+                    "this notes database syncs with account \(existing), not \(accountID). To move these notes to "
+                        + "the new server or account (keeping every note), run: notesfs sync --rebind --server URL "
+                        + "--token-file F; for a separate set of notes, use another --profile")
             }
             try db.run("UPDATE sync_state SET server_url = ?, account_id = ? WHERE id = 1", url, accountID)
         }

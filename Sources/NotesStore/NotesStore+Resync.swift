@@ -19,9 +19,9 @@ public struct IndexedVersion: Hashable, Sendable {
 public struct ResyncReport: Sendable, Equatable {
     /// Rows taken from the server.
     public var applied = 0
-    /// Clean local rows the server deleted (their tombstones expired).
+    /// Clean local rows deleted by a server tombstone.
     public var deleted = 0
-    /// Local rows the server lacks, queued to be created again.
+    /// Local rows the server lacks (even as a tombstone), queued to be created again.
     public var recreated = 0
     public init() {}
 }
@@ -44,10 +44,14 @@ extension NotesStore {
 
     /// Applies a resync in one transaction. `index` lists every live entity on
     /// the server; `fetched` holds the rows whose version differs from ours
-    /// (all of them when `epochChanged`). A clean local row the server lacks
-    /// was deleted there — unless the epoch changed (a restored server), in
-    /// which case it is queued as a create; dirty rows are always kept and
-    /// pushed. No pending change is lost.
+    /// (all of them when `epochChanged`) and the server's tombstones of rows
+    /// we hold that the index lacks. Only such a tombstone deletes a local
+    /// row: a row the server merely lacks (a tombstone that expired, or a
+    /// server restored from an older copy) is kept and queued as a create,
+    /// with its id and text. `epochChanged` means the server's history is not
+    /// the one our versions came from (a new epoch, or signs that it went back
+    /// in time): local rows are rebased instead of overwritten. No pending
+    /// change is lost.
     @discardableResult
     public func applyResync(
         index: [IndexedVersion], fetched: [RemoteEntity], epochChanged: Bool, cursor: String
@@ -72,16 +76,12 @@ extension NotesStore {
                 if epochChanged {
                     try rebase(db, onto: entity, commit: &commit)
                 } else if case .applied = try applyOne(db, entity, commit: &commit) {
-                    report.applied += 1
+                    if entity.deleted { report.deleted += 1 } else { report.applied += 1 }
                 }
             }
             let fetchedKeys = Set(fetched.map { "\($0.kind.rawValue):\($0.entityID)" })
             for known in try knownVersions(db) where !present.contains(known.key) && !fetchedKeys.contains(known.key) {
-                switch try forgetOrRecreate(db, known, epochChanged: epochChanged, commit: &commit) {
-                case .deleted: report.deleted += 1
-                case .recreated: report.recreated += 1
-                case .none: break
-                }
+                if try recreateOrForget(db, known, commit: &commit) { report.recreated += 1 }
             }
             try db.run("UPDATE sync_state SET cursor = ? WHERE id = 1", cursor)
             return report
@@ -104,27 +104,18 @@ extension NotesStore {
         return notes + folders
     }
 
-    private enum Forgotten { case deleted, recreated, none }
-
-    /// A row the server no longer has at all.
-    private func forgetOrRecreate(
-        _ db: Connection, _ known: KnownVersion, epochChanged: Bool, commit: inout StoreCommit
-    ) throws -> Forgotten {
+    /// A row the server no longer has at all, not even as a tombstone. Only a
+    /// server tombstone deletes a local row, so a live one is kept and queued
+    /// as a create (null base) with its id and text; true when it was.
+    private func recreateOrForget(_ db: Connection, _ known: KnownVersion, commit: inout StoreCommit) throws -> Bool {
         let table = known.kind == .note ? "notes" : "folders"
-        let (dirty, deleted) =
-            try db.queryOne(
-                "SELECT local_rev <> synced_rev, deleted FROM \(table) WHERE id = ?", known.entityID,
-                map: { ($0.bool(0), $0.bool(1)) }) ?? (false, true)
-        let queued = try hasOutbox(db, kind: known.kind, id: known.entityID)
+        let deleted =
+            try db.queryOne("SELECT deleted FROM \(table) WHERE id = ?", known.entityID, map: { $0.bool(0) }) ?? true
         if deleted {
             // Our tombstone for something the server forgot: nothing left to say.
             try db.run("DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ?", known.kind.rawValue, known.entityID)
             try db.run("DELETE FROM \(table) WHERE id = ?", known.entityID)
-            return .none
-        }
-        if !dirty && !queued && !epochChanged {
-            try removeAbsent(db, known, commit: &commit)
-            return .deleted
+            return false
         }
         try db.run(
             """
@@ -134,18 +125,7 @@ extension NotesStore {
             "DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'in_flight'", known.kind.rawValue,
             known.entityID)
         try enqueue(db, kind: known.kind, id: known.entityID, op: "put", commit: &commit)
-        return .recreated
-    }
-
-    private func removeAbsent(_ db: Connection, _ known: KnownVersion, commit: inout StoreCommit) throws {
-        switch known.kind {
-        case .note:
-            guard let id = NoteID(known.entityID), let row = try NoteRow.load(db, id: id) else { return }
-            try writeNote(db, row, to: nil, server: nil, commit: &commit)
-        case .folder:
-            guard let id = FolderID(known.entityID), let row = try FolderRow.load(db, id: id) else { return }
-            try writeFolder(db, row, to: nil, server: nil, commit: &commit)
-        }
+        return true
     }
 
     /// After an epoch change, a local row that differs from the restored

@@ -239,6 +239,13 @@ public actor SyncEngine {
 
     // MARK: Resync after 410
 
+    /// Lists the server's index, fetches what differs, and applies it in one
+    /// step. Only a server tombstone deletes a local note: rows we hold as
+    /// synced that the index lacks are fetched, and those the server has no
+    /// tombstone for are pushed back as creates. A server whose history is
+    /// not the one our versions came from — another epoch, or signs that it
+    /// went back in time (a restore without a new epoch) — gets every local
+    /// row rebased onto it instead.
     private func resync() async throws {
         var index: [IndexedVersion] = []
         var after: String?
@@ -257,15 +264,41 @@ public actor SyncEngine {
             if !page.hasMore || after == nil { break }
         }
         guard let snapshotCursor else { throw TransportError.serverBroke("empty index answer") }
-        let storedEpoch = try store.syncState().cursor.flatMap { SyncCursor(rawValue: $0).epoch }
-        let epochChanged = storedEpoch != nil && storedEpoch != epoch
+        let storedCursor = try store.syncState().cursor.map(SyncCursor.init(rawValue:))
+        let storedEpoch = storedCursor?.epoch
+        let held = try store.knownServerVersions()
         let known = Dictionary(
-            try store.knownServerVersions().map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) },
-            uniquingKeysWith: { first, _ in first })
-        let wanted = index.filter { epochChanged || known["\($0.kind.rawValue):\($0.entityID)"] != $0.version }
-        let fetched = try await fetchAll(wanted)
+            held.map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) }, uniquingKeysWith: { first, _ in first })
+        let listed = Set(index.map { "\($0.kind.rawValue):\($0.entityID)" })
+        let missing = held.filter { !listed.contains("\($0.kind.rawValue):\($0.entityID)") }
+        // Usually tombstones; a row made since the index was read is taken as usual.
+        let missingRows = try await fetchAll(missing)
+        let epochChanged = storedEpoch != nil && storedEpoch != epoch
+        let wentBack =
+            !epochChanged
+            && Self.serverWentBack(
+                head: snapshotCursor.counter, storedCursor: storedCursor, known: known,
+                seen: index.map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) }
+                    + missingRows.map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) })
+        let rebase = epochChanged || wentBack
+        let wanted = index.filter { rebase || known["\($0.kind.rawValue):\($0.entityID)"] != $0.version }
+        let fetched = try await fetchAll(wanted) + missingRows
         try store.applyResync(
-            index: index, fetched: fetched, epochChanged: epochChanged, cursor: snapshotCursor.rawValue)
+            index: index, fetched: fetched, epochChanged: rebase, cursor: snapshotCursor.rawValue)
+    }
+
+    /// Whether a server of the same epoch shows signs of having gone back in
+    /// time (restored from an older copy without a new epoch): its head below
+    /// our cursor or below a version we hold, or an entity at a version lower
+    /// than the one we hold. Within one history none of these can happen.
+    static func serverWentBack(
+        head: Int64?, storedCursor: SyncCursor?, known: [String: Int64], seen: [(key: String, version: Int64)]
+    ) -> Bool {
+        if let head {
+            if let ours = storedCursor?.counter, ours > head { return true }
+            if let highest = known.values.max(), highest > head { return true }
+        }
+        return seen.contains { entry in known[entry.key].map { entry.version < $0 } ?? false }
     }
 
     private func fetchAll(_ wanted: [IndexedVersion]) async throws -> [RemoteEntity] {

@@ -474,6 +474,12 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    public func counterTotal() async throws -> Int64 {
+        try await run { connection in
+            try connection.execute("SELECT coalesce(sum(counter), 0)::bigint FROM accounts").int64(0, 0)
+        }
+    }
+
     public func accountCount() async throws -> Int {
         try await run { connection in try connection.execute("SELECT count(*) FROM accounts").int(0, 0) }
     }

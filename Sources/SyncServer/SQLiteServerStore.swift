@@ -113,6 +113,12 @@ public final class SQLiteServerStore: ServerStore {
         return epoch
     }
 
+    public func counterTotal() async throws -> Int64 {
+        try await read { connection in
+            try connection.queryOne("SELECT ifnull(sum(counter), 0) FROM accounts", map: { $0.int64(0) }) ?? 0
+        }
+    }
+
     public func token(id: String) async throws -> TokenRecord? {
         try await read { connection in
             try connection.queryOne(

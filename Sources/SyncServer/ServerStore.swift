@@ -45,6 +45,11 @@ public protocol ServerStore: Sendable {
     /// issued again. Run after restoring the store from a backup.
     func newEpoch(now: Date) async throws -> String
 
+    /// The sum of every account's counter. It only grows while the store
+    /// keeps its history, so `CounterMark` can tell a store put back from an
+    /// older copy.
+    func counterTotal() async throws -> Int64
+
     /// The token with this public id, if any.
     func token(id: String) async throws -> TokenRecord?
 

@@ -15,8 +15,8 @@ protocol Command: Sendable {
 
 /// Where commands write: stdout for results, stderr for diagnostics.
 struct Console: Sendable {
-    func out(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    func out(_ text: String, terminator: String = "\n") {
+        FileHandle.standardOutput.write(Data((text + terminator).utf8))
     }
 
     func error(_ text: String) {

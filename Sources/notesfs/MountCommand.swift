@@ -48,6 +48,7 @@ struct MountCommand: Command {
             } catch {
                 throw CommandError.failed("cannot create \(location.directory.path): \(error.localizedDescription)")
             }
+            try refuseAnotherAccount(arguments, location: location)
             try configureSync(arguments, location: location)
             if arguments.has("--foreground") {
                 return try MountDaemon(location: location, mountpoint: mountpoint, report: report).run()
@@ -61,6 +62,19 @@ struct MountCommand: Command {
             report.failed(UserFacingError.describe(error))
             throw error
         }
+    }
+
+    /// A `--token-file` of another account than the one the database syncs
+    /// with is refused before anything is saved, with the way out (a rebind).
+    static func refuseAnotherAccount(_ arguments: ParsedArguments, location: DataLocation) throws {
+        guard let tokenFile = arguments.option("--token-file"), location.exists else { return }
+        let token = try SyncProfile(server: arguments.option("--server") ?? "", tokenFile: tokenFile).token()
+        let key = SyncProfile.accountKey(token)
+        guard let bound = try location.openStore(create: false).syncState().accountID, bound != key else { return }
+        throw CommandError.failed(
+            "this notes database syncs with account \(bound), not \(key). To move these notes to the new server "
+                + "or account (keeping every note), run: notesfs sync --rebind --server URL --token-file \(tokenFile)"
+                + " (on this profile), then mount; for a separate set of notes, use another --profile")
     }
 
     /// Saves `--server`/`--token-file`/`--device-name` in the profile after

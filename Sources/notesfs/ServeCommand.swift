@@ -8,14 +8,19 @@ struct ServeCommand: Command {
     static let name = "serve"
     static let summary = "Run the sync server that carries changes between your machines"
     static let help = """
-        Usage: notesfs serve [--listen 127.0.0.1:8080] [--data DIR | --postgres CONNINFO] [--retention-days N]
-                             [--tls-cert FILE --tls-key FILE] [limits...]
+        Usage: notesfs serve [--listen 127.0.0.1:8080] [--data DIR | --postgres CONNINFO [--counter-mark FILE]]
+                             [--retention-days N] [--tls-cert FILE --tls-key FILE] [limits...]
 
         Serves the sync protocol over HTTP/1.1 (HTTPS with --tls-cert/--tls-key).
         Accounts and tokens are made with 'notesfs account add'. Logs one line per
         request to standard error (never note text). SIGTERM or SIGINT stops it:
         new connections are refused, parked long polls are answered, requests in
         flight finish, then it exits 0.
+
+        A restored database is noticed at start: a small file beside the database
+        (server.sqlite.counter-mark) remembers how far its counters got, and a
+        database behind it gets a new epoch by itself, as 'notesfs server new-epoch'
+        would give it. Back up the database, not the mark.
 
         Options:
           --listen ADDR          IP address and port (default 127.0.0.1:8080; port 0 picks one)
@@ -24,6 +29,10 @@ struct ServeCommand: Command {
           --postgres CONNINFO    Keep the data in PostgreSQL instead (libpq connection string,
                                  e.g. 'host=db dbname=notesfs'); several serve processes may
                                  share it behind a load balancer. Migrates the schema at start.
+          --counter-mark FILE    With --postgres: the file that remembers how far the counters
+                                 got, so a restored database is noticed (kept on this machine,
+                                 outside the database's backups). Without it, run
+                                 'notesfs server new-epoch' after every restore.
           --pool-size N          PostgreSQL connections per process (default 8)
           --group-writers N      PostgreSQL group-commit writers per process, each with a
                                  connection of its own (default 2; 1 packs bigger groups,
@@ -40,7 +49,7 @@ struct ServeCommand: Command {
           --push-max-bytes N     Payload bytes per push of several changes (default 4194304)
         """
     static let spec = ArgumentSpec(options: [
-        "--listen", "--data", "--postgres", "--pool-size", "--group-writers", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
+        "--listen", "--data", "--postgres", "--counter-mark", "--pool-size", "--group-writers", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
         "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
     ])
 
@@ -74,6 +83,7 @@ struct ServeCommand: Command {
         let store = try ServerData.openStore(
             arguments, creating: true, poolSize: try positive(arguments, "--pool-size", 8),
             groupWriters: try positive(arguments, "--group-writers", 2))
+        let keeper = try checkCounterMark(arguments, store: store, logger: logger)
         let server = SyncServer(
             store: store,
             configuration: SyncServer.Configuration(
@@ -118,6 +128,23 @@ struct ServeCommand: Command {
             }
         }
 
+        // The mark follows the counters now and then, never on the push path.
+        let marking = Task {
+            var lastFailure: String?
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(counterMarkIntervalSeconds))
+                guard let keeper else { return }
+                do {
+                    try await keeper.record()
+                    lastFailure = nil
+                } catch {
+                    let text = String(describing: error)
+                    if text != lastFailure { logger.log("counter mark: \(text)") }
+                    lastFailure = text
+                }
+            }
+        }
+
         let stopped = DispatchSemaphore(value: 0)
         let signalQueue = DispatchQueue(label: "notesfs.serve.signals")
         let sources = [SIGTERM, SIGINT].map { signalNumber in
@@ -131,10 +158,56 @@ struct ServeCommand: Command {
         logger.log("notesfs serve: stopping (finishing requests in flight)")
         http.stop(graceSeconds: 10)
         maintenance.cancel()
+        marking.cancel()
+        if let keeper {
+            do {
+                try ServerData.blockingAwait { try await keeper.record() }
+            } catch {
+                logger.log("counter mark: \(error)")
+            }
+        }
         try ServerData.blockingAwait { await store.close() }
         sources.forEach { $0.cancel() }
         logger.log("notesfs serve: stopped")
         return 0
+    }
+
+    /// How often the counter mark is brought up to date while serving.
+    static let counterMarkIntervalSeconds = 2
+
+    /// Checks the store against its counter mark before serving, starting a
+    /// new epoch when the store was put back from an older copy. Nil when
+    /// there is no mark to keep (PostgreSQL without --counter-mark).
+    private static func checkCounterMark(
+        _ arguments: ParsedArguments, store: any ServerStore, logger: any ServerLogger
+    ) throws -> CounterMarkKeeper? {
+        let path: String
+        if let given = arguments.option("--counter-mark") {
+            path = given
+        } else if arguments.option("--postgres") == nil {
+            path = CounterMark.path(
+                besideDatabase: SQLiteServerStore.databasePath(inDirectory: ServerData.directory(arguments)))
+        } else {
+            logger.log(
+                "notesfs serve: no --counter-mark, so a database restored from a backup is not noticed by itself; "
+                    + "run 'notesfs server new-epoch' after a restore")
+            return nil
+        }
+        let keeper = CounterMarkKeeper(store: store, mark: CounterMark(path: path))
+        do {
+            if let message = try ServerData.blockingAwait({ try await keeper.startNewEpochIfRestored(now: Date()) }) {
+                logger.log("notesfs serve: \(message)")
+            }
+        } catch let error as CounterMarkError {
+            Task { await store.close() }
+            throw CommandError.failed(
+                "\(error); if the database is known to be current, remove that file (then run "
+                    + "'notesfs server new-epoch' if it was restored from a backup)")
+        } catch {
+            Task { await store.close() }
+            throw CommandError.failed("cannot check the counter mark: \(error)")
+        }
+        return keeper
     }
 
     private static func positive(_ arguments: ParsedArguments, _ name: String, _ fallback: Int) throws -> Int {

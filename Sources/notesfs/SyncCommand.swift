@@ -7,6 +7,7 @@ struct SyncCommand: Command {
     static let summary = "Sync now (the mount syncs by itself; this asks it to do so at once)"
     static let help = """
         Usage: notesfs sync [--wait] [--allow-mass-delete] [--data DIR | --profile NAME]
+               notesfs sync --rebind --server URL --token-file F [--yes] [--data DIR | --profile NAME]
 
         Asks the running mount of the profile to sync at once, through the
         control socket sync.sock in the data directory.
@@ -15,12 +16,22 @@ struct SyncCommand: Command {
                                time left); exit 1 when it failed
           --allow-mass-delete  send deletions the mass-delete guard is holding (when you
                                really meant to delete more than half of your notes)
+          --rebind             move the profile to another server or account (a new server
+                               after losing the old one, or a new token): every note and
+                               folder is kept with its id and sent to the new server at the
+                               next mount; notes it already has merge, none is doubled.
+                               Asks first (--yes skips the question). Unmount first.
         """
     static let spec = ArgumentSpec(
-        options: DataLocation.options, flags: ["--wait", "--allow-mass-delete", "--wire-stats"])
+        options: DataLocation.options.union(["--server", "--token-file"]),
+        flags: ["--wait", "--allow-mass-delete", "--wire-stats", "--rebind", "--yes"])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
+        if arguments.has("--rebind") { return try Rebind.run(arguments, location: location, console: console) }
+        if arguments.option("--server") != nil || arguments.option("--token-file") != nil || arguments.has("--yes") {
+            throw CommandError.usage("--server, --token-file and --yes go with --rebind")
+        }
         let socket = SyncControlSocket.path(location)
         let notRunning = CommandError.failed(
             "no running mount syncs \(location.directory.path). Mount it first: "

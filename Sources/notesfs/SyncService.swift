@@ -19,7 +19,15 @@ final class SyncService: Sendable {
         guard let profile = try SyncProfile.load(location) else { return nil }
         let url = try profile.serverURL()
         let token = try profile.token()
-        try store.bindServer(url: url.absoluteString, accountID: SyncProfile.accountKey(token))
+        do {
+            try store.bindServer(url: url.absoluteString, accountID: SyncProfile.accountKey(token))
+        } catch .syncMismatch(let reason) {
+            // The token file now holds another account's token. The notes stay
+            // reachable; sync waits for a rebind (status shows why).
+            log.warning("sync is off: \(reason)")
+            try store.recordSyncRun(succeeded: false, error: "sync is off: \(reason)")
+            return nil
+        }
         if let name = profile.deviceName, !name.isEmpty, try store.device().name != name {
             try store.setDeviceName(name)
         }

@@ -13,24 +13,35 @@ import Testing
         return String(decoding: try store.contents(of: entry.ref), as: UTF8.self)
     }
 
-    @Test func anExpiredCursorResyncsDeletingOnlyWhatTheServerDeletedAndKeepingDirtyText() async throws {
+    @Test func anExpiredCursorResyncsKeepingANoteWhoseTombstoneExpiredAndDeletingOneWhoseTombstoneRemains() async throws {
         let world = try await SyncWorld()
         defer { world.remove() }
         let a = try world.device("a"), b = try world.device("b")
-        try a.store.createNote(in: .root, title: "gone.md", body: Data("x\n".utf8))
+        try a.store.createNote(in: .root, title: "expired.md", body: Data("x\n".utf8))
+        try a.store.createNote(in: .root, title: "gone.md", body: Data("y\n".utf8))
         let kept = try a.store.createNote(in: .root, title: "kept.md", body: Data("v1\n".utf8))
         try await world.syncToQuiet([a, b])
-        // b goes offline; a deletes one note and the server forgets the tombstone.
+        // b goes offline; a deletes two notes and the server forgets only the first tombstone.
+        try a.store.removeFile(in: .root, name: "expired.md")
+        #expect(await a.engine.sync().succeeded)
+        try await Task.sleep(for: .milliseconds(20))
+        let between = Date()
+        try await Task.sleep(for: .milliseconds(20))
         try a.store.removeFile(in: .root, name: "gone.md")
         #expect(await a.engine.sync().succeeded)
         try b.store.replaceBody(of: kept, with: Data("v1\nb offline\n".utf8))
-        _ = try await world.server.store.purge(before: Date().addingTimeInterval(3_600))
+        _ = try await world.server.store.purge(before: between)
         let outcome = await b.engine.sync()
         #expect(outcome.succeeded)
+        // Only the server's tombstone deletes; the note whose tombstone expired
+        // is kept and sent back (a returning note beats a lost one).
         #expect(try text(b.store, "gone.md") == nil)
+        #expect(try text(b.store, "expired.md") == "x\n")
         #expect(try text(b.store, "kept.md") == "v1\nb offline\n")
         try await world.syncToQuiet([a, b])
         #expect(try text(a.store, "kept.md") == "v1\nb offline\n")
+        #expect(try text(a.store, "expired.md") == "x\n")
+        #expect(try text(a.store, "gone.md") == nil)
     }
 
     @Test func aServerRestoredFromAnOlderCopyGetsEveryNewerNoteBackAndDeletesNothing() async throws {

@@ -1,0 +1,52 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+
+/// What a rebind to another server or account queued.
+public struct RebindReport: Sendable, Equatable {
+    /// Live notes queued as creates.
+    public var notes = 0
+    /// Live folders queued as creates.
+    public var folders = 0
+    public init() {}
+}
+
+// Moving a profile to another server or account (`notesfs sync --rebind`).
+extension NotesStore {
+    /// Binds this store to another server and account, keeping every note and
+    /// folder with its id and text: the cursor and every server version and
+    /// base are forgotten, and every live note and folder is queued as a
+    /// create (null base). Where the new server already holds the same id,
+    /// the push meets a conflict and merges as usual, so nothing is doubled.
+    /// Local tombstones have nothing to tell the new server and are settled.
+    @discardableResult
+    public func rebindServer(url: String, accountID: String) throws(StoreError) -> RebindReport {
+        try write(origin: .local, checkSpace: false) { db, commit in
+            try db.run(
+                """
+                UPDATE sync_state SET server_url = ?, account_id = ?, cursor = NULL, last_failed = 0, last_error = NULL,
+                    allow_mass_delete = 0
+                WHERE id = 1
+                """, url, accountID)
+            try db.run("DELETE FROM outbox")
+            for table in ["folders", "notes"] {
+                try db.run(
+                    "UPDATE \(table) SET server_version = NULL, base_exists = 0, synced_rev = local_rev WHERE deleted = 1")
+                try db.run(
+                    """
+                    UPDATE \(table) SET server_version = NULL, base_exists = 0, local_rev = max(local_rev, synced_rev) + 1
+                    WHERE deleted = 0
+                    """)
+            }
+            var report = RebindReport()
+            let folders = try db.query("SELECT id FROM folders WHERE deleted = 0 ORDER BY seq") { $0.string(0) }
+            for id in folders { try enqueue(db, kind: .folder, id: id, op: "put", commit: &commit) }
+            let notes = try db.query("SELECT id FROM notes WHERE deleted = 0 ORDER BY seq") { $0.string(0) }
+            for id in notes { try enqueue(db, kind: .note, id: id, op: "put", commit: &commit) }
+            report.folders = folders.count
+            report.notes = notes.count
+            commit.outboxChanged = true
+            return report
+        }
+    }
+}

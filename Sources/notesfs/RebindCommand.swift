@@ -1,0 +1,60 @@
+import Foundation
+import NotesStore
+
+/// `notesfs sync --rebind --server URL --token-file F`: moves a profile's
+/// notes to another server or account (after losing a server, or moving to
+/// a new account), keeping every id and text. The profile must not be
+/// mounted: the change is made to the database and `sync.json` directly, and
+/// the next mount sends everything.
+enum Rebind {
+    static func run(_ arguments: ParsedArguments, location: DataLocation, console: Console) throws -> Int32 {
+        guard let server = arguments.option("--server"), let tokenFile = arguments.option("--token-file") else {
+            throw CommandError.usage("--rebind needs --server URL and --token-file F (the new server and its token)")
+        }
+        guard location.exists else {
+            throw CommandError.failed(
+                "no notes database at \(location.directory.path): there is nothing to rebind. "
+                    + "Mount it with --server and --token-file instead.")
+        }
+        do {
+            try MountLock.checkFree(location.directory.path)
+        } catch {
+            throw CommandError.failed(
+                "\(location.directory.path) is mounted (or another notesfs process uses it). Unmount it first "
+                    + "(notesfs unmount <dir>), run this again, then mount it: the mount sends every note to the new server.")
+        }
+        let previous = try SyncProfile.load(location)
+        let profile = SyncProfile(
+            server: server, tokenFile: URL(fileURLWithPath: tokenFile).standardizedFileURL.path,
+            deviceName: previous?.deviceName)
+        let url = try profile.serverURL()
+        let accountKey = SyncProfile.accountKey(try profile.token())
+        let store = try location.openStore(create: false)
+        let state = try store.syncState()
+        let status = try store.status()
+        let from = state.serverURL.map { "\($0) (account \(state.accountID ?? "unknown"))" } ?? "no server"
+        if !arguments.has("--yes") {
+            guard isatty(STDIN_FILENO) != 0 else {
+                throw CommandError.failed(
+                    "--rebind changes where every note syncs, so it asks first; on a terminal answer the question, "
+                        + "elsewhere add --yes")
+            }
+            console.out(
+                "Move the \(status.noteCount) notes of \(location.directory.path) from \(from) to "
+                    + "\(url.absoluteString) (account \(accountKey))?\n"
+                    + "Every note and folder is sent to the new server with its id; notes it already has merge, "
+                    + "nothing is doubled or deleted. [y/N] ", terminator: "")
+            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+            guard answer == "y" || answer == "yes" else {
+                console.out("Nothing changed.")
+                return 1
+            }
+        }
+        let report = try store.rebindServer(url: url.absoluteString, accountID: accountKey)
+        try profile.save(location)
+        console.out(
+            "Rebound to \(url.absoluteString): \(report.notes) notes and \(report.folders) folders will be sent "
+                + "when the profile is next mounted.")
+        return 0
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import NotesModel
+import NotesStore
+import SyncEngine
+import SyncServer
+import TestSupport
+import Testing
+
+/// `NotesStore.rebindServer`: a profile moves to another server or account
+/// with every id and text, and meets the notes the new server already has
+/// without doubling them.
+@Suite struct RebindTests {
+    func text(_ store: NotesStore, _ name: String) throws -> String? {
+        guard let entry = try store.lookup(in: .root, name: name) else { return nil }
+        return String(decoding: try store.contents(of: entry.ref), as: UTF8.self)
+    }
+
+    /// `device`'s store with an engine talking to `world`'s server.
+    func attach(_ device: SyncWorld.Device, to world: SyncWorld) throws -> SyncWorld.Device {
+        let transport = InProcessTransport(server: world.server, token: world.token)
+        return SyncWorld.Device(
+            store: device.store, transport: transport, engine: try SyncEngine(store: device.store, transport: transport))
+    }
+
+    @Test func aRebindKeepsEveryIdQueuesEverythingAsCreatesAndForgetsTheOldServer() async throws {
+        let world = try await SyncWorld()
+        defer { world.remove() }
+        let a = try world.device("a")
+        let note = try a.store.createNote(in: .root, title: "n.md", body: Data("n\n".utf8))
+        _ = try a.store.makeDirectory(in: .root, name: "Folder")
+        let gone = try a.store.createNote(in: .root, title: "gone.md", body: Data("g\n".utf8))
+        try await world.syncToQuiet([a])
+        try a.store.removeFile(in: .root, name: "gone.md")
+        try a.store.bindServer(url: "http://old", accountID: "token:old")
+
+        let report = try a.store.rebindServer(url: "http://new", accountID: "token:new")
+        #expect(report == { var r = RebindReport(); r.notes = 1; r.folders = 1; return r }())
+        let state = try a.store.syncState()
+        #expect(state.serverURL == "http://new" && state.accountID == "token:new" && state.cursor == nil)
+        #expect(try a.store.knownServerVersions().isEmpty)
+        let queued = try a.store.freezeBatch(maxCount: 100, maxBytes: 1 << 20)
+        #expect(queued.count == 2)
+        #expect(queued.allSatisfy { $0.baseVersion == nil && !$0.isDelete })
+        #expect(Set(queued.map(\.entityID)).contains(note.description))
+        #expect(!queued.map(\.entityID).contains(gone.description), "a local tombstone has nothing to tell")
+        // The same account may now bind; the old one is refused.
+        try a.store.bindServer(url: "http://new", accountID: "token:new")
+        #expect(throws: StoreError.self) { try a.store.bindServer(url: "http://old", accountID: "token:old") }
+    }
+
+    @Test func rebindingToAServerThatHoldsSomeOfTheSameNotesMergesThemWithoutDuplicates() async throws {
+        let first = try await SyncWorld()
+        defer { first.remove() }
+        let a = try first.device("a"), b = try first.device("b")
+        let shared = try a.store.createNote(in: .root, title: "shared.md", body: Data("one\ntwo\n".utf8))
+        let onlyA = try a.store.createNote(in: .root, title: "a.md", body: Data("a\n".utf8))
+        try await first.syncToQuiet([a, b])
+        // b moves first: the second server gets shared.md with b's edit.
+        try b.store.replaceBody(of: shared, with: Data("one\ntwo\nfrom b\n".utf8))
+        let second = try await SyncWorld()
+        defer { second.remove() }
+        try b.store.rebindServer(url: "http://second", accountID: "token:second")
+        let b2 = try attach(b, to: second)
+        #expect(await b2.engine.sync().succeeded)
+        // a adds to its own note offline, then moves too. The second server's
+        // rows share no known ancestor with a's (bases are forgotten on a
+        // rebind), so a side holding every line of the other wins.
+        try a.store.replaceBody(of: onlyA, with: Data("a\nmore\n".utf8))
+        try a.store.rebindServer(url: "http://second", accountID: "token:second")
+        let a2 = try attach(a, to: second)
+        try await second.syncToQuiet([a2, b2])
+
+        let viewer = try second.device("viewer")
+        #expect(await viewer.engine.sync().succeeded)
+        #expect(try viewer.store.status().noteCount == 2, "no duplicate, no conflict copy")
+        #expect(try text(viewer.store, "shared.md") == "one\ntwo\nfrom b\n")
+        #expect(try text(viewer.store, "a.md") == "a\nmore\n")
+        #expect(try viewer.store.lookup(in: .root, name: "shared.md")?.ref == .note(shared))
+        #expect(try viewer.store.lookup(in: .root, name: "a.md")?.ref == .note(onlyA))
+        for device in [a2, b2] {
+            #expect(try device.store.status().noteCount == 2)
+            #expect(try text(device.store, "shared.md") == "one\ntwo\nfrom b\n")
+            #expect(try text(device.store, "a.md") == "a\nmore\n")
+        }
+    }
+}
