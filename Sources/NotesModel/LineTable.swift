@@ -32,6 +32,12 @@ struct LineTable {
     }
 
     /// The bytes of the lines `lines`, which are contiguous in the buffer.
+    /// True when the last of `lines` ends with a line feed (false for no lines).
+    func endsWithNewline(_ lines: Range<Int>) -> Bool {
+        let range = byteRange(of: lines)
+        return !range.isEmpty && bytes[range.upperBound - 1] == 0x0A
+    }
+
     func byteRange(of lines: Range<Int>) -> Range<Int> {
         starts[lines.lowerBound]..<starts[lines.upperBound]
     }

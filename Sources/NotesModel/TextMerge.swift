@@ -1,7 +1,8 @@
 import Foundation
 
 /// Line-level three-way merge (diff3) of note bodies: changes to different lines
-/// combine, the same change on both sides is taken once, and overlapping different
+/// combine, the same change on both sides is taken once, lines both sides
+/// appended are all kept (the remote side's first), and overlapping different
 /// changes clash (the caller then keeps both texts).
 public enum TextMerge {
     /// diff3 over a Myers line diff (patience for huge rewrites); lines keep their
@@ -46,6 +47,16 @@ public enum TextMerge {
             } else if remote.lines(remoteChunk, equal: baseChunk, in: base)
                 || local.lines(localChunk, equal: remoteChunk, in: remote)
             {
+                output.append(localChunk, of: local)
+            } else if baseChunk.isEmpty && next == base.count && base.count > 0
+                && remote.endsWithNewline(remoteChunk) && local.endsWithNewline(localChunk)
+            {
+                // Both sides appended lines: keep both, the remote side's
+                // first, so every machine merging this pair writes the same
+                // bytes. (Different lines added in the middle, two notes made
+                // from nothing, or appends without a final newline, whose last
+                // line the other side's would run into, still clash.)
+                output.append(remoteChunk, of: remote)
                 output.append(localChunk, of: local)
             } else {
                 return .clash

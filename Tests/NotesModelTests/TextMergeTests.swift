@@ -53,6 +53,13 @@ import Testing
         #expect(Self.merged(base, remote, local) == expected)
     }
 
+    @Test func linesBothSidesAppendedAreAllKeptTheRemoteSidesFirst() {
+        #expect(Self.merged("a\nb\n", "a\nb\nL1\nL2\n", "a\nb\nR\n") == "a\nb\nR\nL1\nL2\n")
+        #expect(Self.merged("a\nb\n", "a\nb\nR\n", "a\nb\nL1\nL2\n") == "a\nb\nL1\nL2\nR\n")
+        // With an edit higher up on one side too.
+        #expect(Self.merged("a\nb\n", "A\nb\nL\n", "a\nb\nR\n") == "A\nb\nR\nL\n")
+    }
+
     @Test(arguments: [
         // Overlapping different changes.
         ("1\n2\n3\n", "1\nX\n3\n", "1\nY\n3\n"),
