@@ -19,12 +19,18 @@ final class SyncService: Sendable {
         guard let profile = try SyncProfile.load(location) else { return nil }
         let url = try profile.serverURL()
         let token = try profile.token()
+        let caFile = try profile.checkedCAFile()
         try store.bindServer(url: url.absoluteString, accountID: SyncProfile.accountKey(token))
         if let name = profile.deviceName, !name.isEmpty, try store.device().name != name {
             try store.setDeviceName(name)
         }
-        log.info("sync: \(url.absoluteString) as device '\(try store.device().name)'")
-        return (profile, HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id))
+        log.info(
+            "sync: \(url.absoluteString) as device '\(try store.device().name)'"
+                + (caFile.map { " trusting the certificates in \($0)" } ?? ""))
+        return (
+            profile,
+            HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id, caFile: caFile)
+        )
     }
 
     init(location: DataLocation, store: NotesStore, transport: HTTPSyncTransport, mount: NotesMount, log: MountLog)
