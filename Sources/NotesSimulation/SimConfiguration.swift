@@ -13,6 +13,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The engine does not freeze what it sends: an edit typed while the
     /// note's change is in flight counts as sent once the answer comes.
     case forgetsToFreeze
+    /// The engine settles a push that failed with a 4xx or a TLS error as
+    /// refused (renames the text `(not synced)`), as it once did.
+    case failureSettlesAsRefused
 }
 
 /// Fault kinds, counted per run.
@@ -34,6 +37,13 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case editInFlight = "edit-in-flight"
     case oversizedNote = "oversized-note"
     case twins = "same-title-twins"
+    case connectionReset = "connection-reset"
+    case tlsFailure = "tls-failure"
+    case unauthorized = "http-401"
+    case forbidden = "http-403"
+    case notFound = "http-404"
+    case badGateway = "http-502"
+    case cutReply = "cut-reply"
 
     public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -78,6 +88,8 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
             faults[kind] = rate(0.12)
         }
         faults[.crashAtRequest] = rate(0.05, enabledOneIn: 3)
+        // Drawn from their own stream, so every other setting of a seed stays as it was.
+        faults.merge(Self.transportFailureRates(seed: seed)) { earlier, _ in earlier }
         requestFaults = faults
         crashRate = rate(0.05, enabledOneIn: 3)
         restartRate = rate(0.04, enabledOneIn: 3)
