@@ -16,6 +16,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// A resync deletes clean notes the server lacks (a server put back in
     /// time), instead of sending them back (SimWorld+Operator.swift).
     case resyncDeletesWhatTheServerLacks
+    /// The engine settles a push that failed with a 4xx or a TLS error as
+    /// refused (renames the text `(not synced)`), as it once did.
+    case failureSettlesAsRefused
 }
 
 /// Fault kinds, counted per run.
@@ -40,6 +43,13 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case restoreWithoutEpoch = "server-restore-without-new-epoch"
     case freshServer = "fresh-server"
     case rebind = "rebind"
+    case connectionReset = "connection-reset"
+    case tlsFailure = "tls-failure"
+    case unauthorized = "http-401"
+    case forbidden = "http-403"
+    case notFound = "http-404"
+    case badGateway = "http-502"
+    case cutReply = "cut-reply"
 
     public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -84,6 +94,8 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
             faults[kind] = rate(0.12)
         }
         faults[.crashAtRequest] = rate(0.05, enabledOneIn: 3)
+        // Drawn from their own stream, so every other setting of a seed stays as it was.
+        faults.merge(Self.transportFailureRates(seed: seed)) { earlier, _ in earlier }
         requestFaults = faults
         crashRate = rate(0.05, enabledOneIn: 3)
         restartRate = rate(0.04, enabledOneIn: 3)

@@ -61,13 +61,13 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
             _ = await handle(request, push: push)
             return (200, Data("{\"results\": [".utf8))
         default:
-            throw .offline("unexpected fault")
+            return try await arrive(fault, request: request, push: push)
         }
     }
 
     /// One delivery to the server; push answers are recorded for the
     /// idempotency and refusal invariants.
-    private func handle(_ request: ServerRequest, push: PushRequest?) async -> (Int, Data) {
+    func handle(_ request: ServerRequest, push: PushRequest?) async -> (Int, Data) {
         await world.deliver(request, push: push, device: device, originals: originalIDs)
     }
 
@@ -88,8 +88,14 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
             }
         }
         let staleBases = world.staleAfterRestore.contains(device) && sent.changes.contains { $0.baseVersion != nil }
-        let (status, body) = try await send(
-            Endpoint.push, method: "POST", body: TransportDecoding.encode(sent), push: sent)
+        let status: Int, body: Data
+        do {
+            (status, body) = try await send(
+                Endpoint.push, method: "POST", body: TransportDecoding.encode(sent), push: sent)
+        } catch {
+            if let refused = settledAsRefusedByBrokenEngine(request, after: error) { return refused }
+            throw error
+        }
         // A push the server turned away with 410 applied nothing.
         if staleBases && status != 410 { world.staleBasePushes += 1 }
         var response = try TransportDecoding.decode(PushResponse.self, status: status, body: body)

@@ -61,6 +61,7 @@ extension SimWorld {
         foldersBefore: [UUID: (parent: UUID?, deleted: Bool)]?, originals: [ChangeID: ChangeID]
     ) {
         guard status == 200 else {
+            noteWholeRequestRefusal(device: device, request: request, status: status, body: body)
             // 410 is right for a push whose cursor is from an epoch the server left.
             let staleCursor = status == 410 && request.cursor.map { $0.epoch != epoch } == true
             if (400..<500).contains(status), status != 409, !staleCursor {
@@ -91,6 +92,7 @@ extension SimWorld {
             trace("  server: \(change.kind.rawValue) \(change.id.uuidString.prefix(8)) \(change.op.rawValue) base \(change.baseVersion.map(String.init) ?? "nil") -> \(Self.describe(result.outcome))")
             switch result.outcome {
             case .refused(let reason, _):
+                refusedByServer.insert(Self.refusalKey(device: device, kind: change.kind.rawValue, id: change.id))
                 if !isLegitimateRefusal(change, reason: reason, folders: folders) {
                     violation("\(devices[device].name): the server refused an applicable change \(original): \(reason)")
                 }
@@ -173,6 +175,7 @@ extension SimWorld {
         let serverDB = try openServerReader()
         let serverIntegrity = try serverDB.integrityCheck()
         if serverIntegrity != ["ok"] { violation("server: integrity_check says \(serverIntegrity.prefix(3))") }
+        try checkRefusalsCameFromTheServer()
         var held = Set<Int>()
         for device in devices { held.formUnion(try device.heldTokens()) }
         let lost = written.subtracting(removed).subtracting(held)

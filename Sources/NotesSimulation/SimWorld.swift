@@ -16,6 +16,9 @@ public final class SimWorld: @unchecked Sendable {
     public let seed: UInt64
     public let configuration: SimConfiguration
     public let breakage: SimBreakage
+    /// `device|kind|id` of every change the server refused for a device (the
+    /// only refusals a device may settle; `SimWorld+TransportFailures.swift`).
+    var refusedByServer = Set<String>()
     let directory: String
     let traceEnabled: Bool
     var random: SimRandom

@@ -18,6 +18,8 @@ struct CurlRequest: Sendable {
     var headers: [String]
     var body: Data?
     var timeoutSeconds: Double
+    /// A PEM file of certificates to trust instead of the system's; nil = the system's.
+    var caFile: String? = nil
 }
 
 /// An HTTP answer, with what crossed the wire.
@@ -204,6 +206,10 @@ private final class EasyHandle: @unchecked Sendable {
                                 handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bodyBytes.baseAddress)))
                     default:
                         setup.append(ccurl_set_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+                    }
+                    if let caFile = request.caFile {
+                        // libcurl copies the string; a reset handle is back on the system's store.
+                        setup.append(ccurl_set_string(handle, CURLOPT_CAINFO, caFile))
                     }
                     if let failed = setup.first(where: { $0 != CURLE_OK }) { return failed }
                     return curl_easy_perform(handle)

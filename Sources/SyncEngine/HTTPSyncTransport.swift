@@ -8,9 +8,9 @@ import Synchronization
 /// are kept alive and reused, gzip replies are accepted and decoded, every
 /// request carries the bearer token.
 ///
-/// Failures are told apart for the engine: no answer at all is `offline`, a
-/// 4xx is the server saying no, a 5xx or an unreadable answer is the server
-/// breaking (see `TransportDecoding`).
+/// Failures are told apart for the engine and the status: no answer at all is
+/// `offline`, a certificate or URL that cannot work says so, HTTP answers are
+/// classified by `TransportDecoding`. None of them refuses a change.
 public final class HTTPSyncTransport: SyncTransport {
     /// Seconds a request without a long-poll wait may take.
     public static let requestTimeoutSeconds: Double = 30
@@ -30,6 +30,10 @@ public final class HTTPSyncTransport: SyncTransport {
     }
 
     public let baseURL: URL
+    /// The URL as the user gave it, for messages ("the server at … answered 404").
+    private var serverName: String { baseURL.absoluteString }
+    /// A PEM file of certificates to trust instead of the system's (`--ca-file`).
+    public let caFile: String?
     /// Named in long polls, so the server does not wake them for this device's own pushes.
     public let device: DeviceID?
     private let authorization: String
@@ -37,9 +41,11 @@ public final class HTTPSyncTransport: SyncTransport {
     private let counters = Mutex(Counters())
 
     /// `baseURL` is the server's root (`http://host:8080`); `token` is the
-    /// text after `Bearer ` and is never logged; `device` is the pushing device's id.
-    public init(baseURL: URL, token: String, device: DeviceID? = nil) {
+    /// text after `Bearer ` and is never logged; `device` is the pushing
+    /// device's id; `caFile` replaces the system's trusted certificates.
+    public init(baseURL: URL, token: String, device: DeviceID? = nil, caFile: String? = nil) {
         self.baseURL = baseURL
+        self.caFile = caFile
         self.device = device
         self.authorization = "Bearer \(token)"
     }
@@ -55,7 +61,7 @@ public final class HTTPSyncTransport: SyncTransport {
     public func push(_ request: PushRequest) async throws(TransportError) -> PushResponse {
         let body = try TransportDecoding.encode(request)
         let (status, data) = try await send(method: "POST", path: Endpoint.push, body: body)
-        return try TransportDecoding.decode(PushResponse.self, status: status, body: data)
+        return try TransportDecoding.decode(PushResponse.self, status: status, body: data, server: serverName)
     }
 
     public func changes(since: SyncCursor?, limit: Int, waitSeconds: Int) async throws(TransportError) -> ChangesPage {
@@ -69,20 +75,20 @@ public final class HTTPSyncTransport: SyncTransport {
         let (status, data) = try await send(
             method: "GET", path: Endpoint.changes, query: query,
             timeoutSeconds: max(Self.requestTimeoutSeconds, Double(wait) + Self.waitMarginSeconds))
-        return try TransportDecoding.decode(ChangesPage.self, status: status, body: data)
+        return try TransportDecoding.decode(ChangesPage.self, status: status, body: data, server: serverName)
     }
 
     public func index(after: String?, limit: Int) async throws(TransportError) -> IndexPage {
         var query = [URLQueryItem(name: Endpoint.Query.limit, value: String(limit))]
         if let after { query.append(URLQueryItem(name: Endpoint.Query.after, value: after)) }
         let (status, data) = try await send(method: "GET", path: Endpoint.index, query: query)
-        return try TransportDecoding.decode(IndexPage.self, status: status, body: data)
+        return try TransportDecoding.decode(IndexPage.self, status: status, body: data, server: serverName)
     }
 
     public func fetch(_ request: FetchRequest) async throws(TransportError) -> FetchResponse {
         let body = try TransportDecoding.encode(request)
         let (status, data) = try await send(method: "POST", path: Endpoint.fetch, body: body)
-        return try TransportDecoding.decode(FetchResponse.self, status: status, body: data)
+        return try TransportDecoding.decode(FetchResponse.self, status: status, body: data, server: serverName)
     }
 
     /// `GET /healthz` (no token): true when the server answers ok.
@@ -97,7 +103,7 @@ public final class HTTPSyncTransport: SyncTransport {
 
     private func url(_ path: String, query: [URLQueryItem]) throws(TransportError) -> URL {
         guard var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false) else {
-            throw .rejected(status: 0, code: "bad_url", message: "\(baseURL) is not a usable server URL")
+            throw .badURL("\(baseURL) is not a usable server URL")
         }
         let prefix = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
         components.path = prefix + path
@@ -107,7 +113,7 @@ public final class HTTPSyncTransport: SyncTransport {
             components.percentEncodedQuery = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
         }
         guard let url = components.url else {
-            throw .rejected(status: 0, code: "bad_url", message: "cannot build a request URL from \(baseURL)")
+            throw .badURL("cannot build a request URL from \(baseURL)")
         }
         return url
     }
@@ -131,7 +137,7 @@ public final class HTTPSyncTransport: SyncTransport {
         }
         let request = CurlRequest(
             method: method, url: try url(path, query: query).absoluteString, headers: headers, body: wireBody,
-            timeoutSeconds: timeoutSeconds)
+            timeoutSeconds: timeoutSeconds, caFile: caFile)
         do {
             let response = try await client.perform(request)
             count(sent: response.bytesSent, received: response.bytesReceived)
@@ -152,13 +158,14 @@ public final class HTTPSyncTransport: SyncTransport {
 
     /// Every failure to get an answer means "no network" to the engine,
     /// except a server that answered something that is not HTTP, a URL that
-    /// cannot work, and a certificate that is not trusted.
+    /// cannot work, and a certificate that is not trusted. All of them fail
+    /// the run and are retried; none refuses a change.
     static func map(_ error: CurlError) -> TransportError {
         switch error.code {
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
-            return .rejected(status: 0, code: "bad_url", message: error.message)
+            return .badURL(error.message)
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
-            return .rejected(status: 0, code: "tls_untrusted", message: "the server's certificate is not trusted (\(error.message))")
+            return .untrustedCertificate(error.message)
         case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP2, CURLE_RANGE_ERROR:
             return .serverBroke("unreadable answer (\(error.message))")
         case CURLE_OPERATION_TIMEDOUT:

@@ -130,9 +130,12 @@ public actor SyncEngine {
         }
     }
 
-    /// Sends one frozen batch and settles every answer. A batch the server
-    /// rejects as a whole is retried change by change, so one bad change never
-    /// holds the others back.
+    /// Sends one frozen batch and settles every answer. Only a `refused`
+    /// result inside the reply refuses a change; every failure of the request
+    /// fails the run, leaving the batch frozen for a retry with the same ids
+    /// (docs/sync.md "When the server says no"). A batch turned down for
+    /// what one change may hold (400, 413, a reused id) is sent again change
+    /// by change, so the others still go out and only that one waits.
     private func push(_ batch: [OutgoingChange]) async throws {
         let cursor = try store.syncState().cursor
         let request = WireMapping.pushRequest(batch, device: device, cursor: cursor)
@@ -154,29 +157,39 @@ public actor SyncEngine {
             lastPushReachedHead = response.nextCursor != nil
         } catch let error as TransportError {
             try? store.recordSendFailure(batch.map(\.changeID), error: error.description)
-            let splittable: Bool
-            switch error {
-            case .changeIDReused, .rejected: splittable = batch.count > 1
-            default: splittable = false
-            }
-            if splittable {
-                for change in batch { try await push([change]) }
+            if batch.count > 1 && error.splitsPush {
+                try await pushOneByOne(batch)
                 return
             }
-            switch error {
-            case .changeIDReused:
-                if let only = batch.first { _ = try store.renewChangeID(only.changeID) }
-            case .rejected(_, let code, let message):
-                // The server will never take this change (too large to deliver,
-                // or malformed): settle it as refused so its text is kept
-                // locally and the entity converges instead of blocking sync.
-                if let only = batch.first {
+            guard let only = batch.first, batch.count == 1 else { throw error }
+            if case .changeIDReused = error {
+                _ = try store.renewChangeID(only.changeID)
+            } else if error.refusesLoneChange {
+                // This server's own 413 for this change alone: no request
+                // can carry it, ever. Keep the text locally, converge.
+                if case .rejected(_, let code, let message) = error {
                     try store.settle(only.changeID, outcome: .refused(reason: "\(code): \(message)"))
                 }
-            default:
+            } else {
                 throw error
             }
         }
+    }
+
+    /// Sends each change of a split batch alone. A change turned down on its
+    /// own (`rejected`) stays frozen and fails the run after the others went
+    /// out; any other failure (the network, the server, the token) stops at once.
+    private func pushOneByOne(_ batch: [OutgoingChange]) async throws {
+        var heldBack: TransportError?
+        for change in batch {
+            do {
+                try await push([change])
+            } catch let error as TransportError {
+                guard case .rejected = error else { throw error }
+                heldBack = heldBack ?? error
+            }
+        }
+        if let heldBack { throw heldBack }
     }
 
     // MARK: Pull

@@ -27,6 +27,9 @@ public actor SyncScheduler {
         public var pollBackoffCapSeconds = 30.0
         /// How often the progress text is refreshed while a run goes on.
         public var progressIntervalSeconds = 0.25
+        /// How often the store is asked whether another process committed
+        /// (`SyncScheduler+ExternalCommits.swift`); nil turns the watch off.
+        public var externalCommitCheckSeconds: Double? = 0.5
         public init() {}
     }
 
@@ -97,6 +100,7 @@ public actor SyncScheduler {
     private var loopTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
+    private var externalCommitTask: Task<Void, Never>?
     private var observerID: Int?
     private var stopped = false
 
@@ -130,6 +134,9 @@ public actor SyncScheduler {
         signals.withLock { $0.runNow = true }
         loopTask = Task { await self.loop() }
         pollTask = Task { await self.pollLoop() }
+        if let interval = configuration.externalCommitCheckSeconds {
+            externalCommitTask = Task { await self.watchExternalCommits(everySeconds: interval) }
+        }
         wake.yield()
     }
 
@@ -140,6 +147,7 @@ public actor SyncScheduler {
         observerID = nil
         timerTask?.cancel()
         pollTask?.cancel()
+        externalCommitTask?.cancel()
         loopTask?.cancel()
         wake.finish()
         // The long poll may sit in a 30 s request; it ends on its own.

@@ -8,6 +8,7 @@ struct MountCommand: Command {
     static let help = """
         Usage: notesfs mount <dir> [--data DIR | --profile NAME] [--foreground]
                              [--server URL --token-file F] [--device-name NAME]
+                             [--ca-file F]
 
         Mounts the notes database of a profile on <dir>, an existing empty
         directory: folders are directories, notes are text files. Runs in the
@@ -21,6 +22,9 @@ struct MountCommand: Command {
           --token-file F the file holding the token 'notesfs account add' printed
                          (read at every mount, never copied or logged)
           --device-name NAME  the name conflict copies show (default: the host name)
+          --ca-file F    trust the certificates in this PEM file for an https server
+                         (a private CA or a self-signed server); remembered like
+                         --server, and --ca-file '' forgets it
 
         With a server, the mount syncs by itself: at start, shortly after each
         change (at once when an edited file is closed), and within moments of a
@@ -29,7 +33,7 @@ struct MountCommand: Command {
         """
     /// `--ready-fd` is internal: the background process reports on it.
     static let spec = ArgumentSpec(
-        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name"]), flags: ["--foreground"], positional: 1...1)
+        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name", "--ca-file"]), flags: ["--foreground"], positional: 1...1)
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
@@ -77,17 +81,21 @@ struct MountCommand: Command {
                 + " (on this profile), then mount; for a separate set of notes, use another --profile")
     }
 
-    /// Saves `--server`/`--token-file`/`--device-name` in the profile after
-    /// checking them (the token file must be readable and hold a token).
+    /// Saves `--server`/`--token-file`/`--device-name`/`--ca-file` in the
+    /// profile after checking them (the token file must be readable and hold
+    /// a token, the CA file must be readable).
     static func configureSync(_ arguments: ParsedArguments, location: DataLocation) throws(CommandError) {
         let server = arguments.option("--server")
         let tokenFile = arguments.option("--token-file")
         let deviceName = arguments.option("--device-name")
-        if server == nil && tokenFile == nil && deviceName == nil { return }
+        let caFile = arguments.option("--ca-file")
+        if server == nil && tokenFile == nil && deviceName == nil && caFile == nil { return }
         var profile = try SyncProfile.load(location)
         if let server, let tokenFile {
             let absolute = URL(fileURLWithPath: tokenFile).standardizedFileURL.path
-            profile = SyncProfile(server: server, tokenFile: absolute, deviceName: deviceName ?? profile?.deviceName)
+            profile = SyncProfile(
+                server: server, tokenFile: absolute, deviceName: deviceName ?? profile?.deviceName,
+                caFile: profile?.caFile)
         } else if server != nil || tokenFile != nil {
             guard var existing = profile else {
                 throw .usage("--server and --token-file go together (no server is configured for this profile yet)")
@@ -96,13 +104,19 @@ struct MountCommand: Command {
             if let tokenFile { existing.tokenFile = URL(fileURLWithPath: tokenFile).standardizedFileURL.path }
             profile = existing
         }
-        guard var profile else { throw .usage("--device-name needs a server: add --server URL --token-file F") }
+        guard var profile else {
+            throw .usage("\(deviceName != nil ? "--device-name" : "--ca-file") needs a server: add --server URL --token-file F")
+        }
+        if let caFile {
+            profile.caFile = caFile.isEmpty ? nil : URL(fileURLWithPath: caFile).standardizedFileURL.path
+        }
         if let deviceName {
             guard !deviceName.isEmpty, !deviceName.contains("/") else { throw .usage("--device-name cannot be empty or contain '/'") }
             profile.deviceName = deviceName
         }
         _ = try profile.serverURL()
         _ = try profile.token()
+        _ = try profile.checkedCAFile()
         try profile.save(location)
     }
 

@@ -4,11 +4,13 @@ import SyncServer
 /// Where a profile syncs to, kept in `sync.json` in its data directory so that
 /// later mounts need no flags: the server URL, the path of the token file (the
 /// token itself is read from that file at each mount and never written or
-/// logged anywhere) and an optional device name.
+/// logged anywhere), an optional device name and an optional file of CA
+/// certificates to trust instead of the system's (`--ca-file`).
 struct SyncProfile: Codable, Equatable {
     var server: String
     var tokenFile: String
     var deviceName: String?
+    var caFile: String?
 
     static func path(_ location: DataLocation) -> String {
         location.directory.appendingPathComponent("sync.json").path
@@ -42,6 +44,16 @@ struct SyncProfile: Codable, Equatable {
             url.host != nil
         else { throw .usage("--server needs a URL like http://host:8080, not '\(server)'") }
         return url
+    }
+
+    /// The CA file, checked to be readable (nil: the system's certificates).
+    func checkedCAFile() throws(CommandError) -> String? {
+        guard let caFile else { return nil }
+        guard FileManager.default.isReadableFile(atPath: caFile) else {
+            throw .failed("cannot read the CA file \(caFile) given with --ca-file; "
+                + "fix the path, or remount with --ca-file '' to trust the system's certificates again")
+        }
+        return caFile
     }
 
     /// Reads and checks the token (`nfs_<id>_<secret>`). Error messages never contain it.

@@ -21,18 +21,27 @@ final class SyncService: Sendable {
         let token = try profile.token()
         do {
             try store.bindServer(url: url.absoluteString, accountID: SyncProfile.accountKey(token))
-        } catch .syncMismatch(let reason) {
+        } catch {
+            // (A `catch .syncMismatch(let reason)` clause here crashes Swift
+            // 6.3.1's ownership verifier; the switch compiles.)
+            guard case .syncMismatch(let reason) = error else { throw error }
             // The token file now holds another account's token. The notes stay
             // reachable; sync waits for a rebind (status shows why).
             log.warning("sync is off: \(reason)")
             try store.recordSyncRun(succeeded: false, error: "sync is off: \(reason)")
             return nil
         }
+        let caFile = try profile.checkedCAFile()
         if let name = profile.deviceName, !name.isEmpty, try store.device().name != name {
             try store.setDeviceName(name)
         }
-        log.info("sync: \(url.absoluteString) as device '\(try store.device().name)'")
-        return (profile, HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id))
+        log.info(
+            "sync: \(url.absoluteString) as device '\(try store.device().name)'"
+                + (caFile.map { " trusting the certificates in \($0)" } ?? ""))
+        return (
+            profile,
+            HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id, caFile: caFile)
+        )
     }
 
     init(location: DataLocation, store: NotesStore, transport: HTTPSyncTransport, mount: NotesMount, log: MountLog)

@@ -101,4 +101,9 @@ import Testing
         let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
         #expect(caught.violations.contains { $0.contains("answered differently on a retry") })
     }
+
+    @Test func anEngineThatSettlesAFailedPushAsRefusedIsCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.failureSettlesAsRefused, within: 1...40))
+        #expect(caught.violations.contains { $0.contains("though the server never refused it") })
+    }
 }

@@ -19,6 +19,15 @@ public enum Fault: Sendable, Equatable {
     case serverError
     /// The reply is garbage.
     case malformedReply
+    /// The connection was reset before any answer (nothing reached the server).
+    case connectionReset
+    /// The server's certificate is not trusted (nothing reached the server).
+    case untrustedCertificate
+    /// Something in front of the server (a proxy, a wrong URL) answers with
+    /// this status and a page that is not the server's JSON; nothing reached the server.
+    case status(Int)
+    /// The server applied the request, but its reply was cut after `bytes` bytes.
+    case cutReply(bytes: Int)
 }
 
 /// A `SyncTransport` that calls the real `SyncServer` in this process, with
@@ -75,6 +84,15 @@ public final class InProcessTransport: SyncTransport {
         case .malformedReply:
             _ = await server.handle(request)
             return (200, Data("{not json".utf8))
+        case .connectionReset:
+            throw .offline("connection lost (Connection reset by peer)")
+        case .untrustedCertificate:
+            throw .untrustedCertificate("SSL certificate problem: self-signed certificate (injected)")
+        case .status(let status):
+            return (status, Data("<html><body><h1>\(status)</h1>injected by a proxy</body></html>".utf8))
+        case .cutReply(let bytes):
+            let response = await server.handle(request)
+            return (response.status, response.body.prefix(bytes))
         }
     }
 
