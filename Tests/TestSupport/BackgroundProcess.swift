@@ -9,28 +9,7 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Starts `arguments` (from PATH unless absolute) in `workingDirectory`.
     public init(_ arguments: [String], in workingDirectory: String) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptySet = sigset_t()
-        sigemptyset(&emptySet)
-        posix_spawnattr_setsigmask(&attributes, &emptySet)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let command = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", workingDirectory] + arguments
-        var cArguments = command.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        var child: pid_t = 0
-        let spawned = posix_spawnp(&child, command[0], &actions, &attributes, &cArguments, environ)
-        guard spawned == 0 else {
-            throw MountFixture.Failure("cannot run \(arguments[0]): \(String(cString: strerror(spawned)))")
-        }
-        pid = child
+        pid = try ChildProcess.spawn(arguments, workingDirectory: workingDirectory)
     }
 
     /// The exit status once it ends within `seconds`; nil when it is still running.
@@ -41,7 +20,7 @@ public final class BackgroundProcess: @unchecked Sendable {
         while Date() < deadline {
             let result = waitpid(pid, &status, WNOHANG)
             if result == pid {
-                let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                let code = ChildProcess.exitStatus(status)
                 exitStatus = code
                 return code
             }

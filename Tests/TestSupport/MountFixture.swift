@@ -187,31 +187,11 @@ public final class MountFixture: @unchecked Sendable {
             unlink(outputPath)
             unlink(errorPath)
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptySet = sigset_t()
-        sigemptyset(&emptySet)
-        posix_spawnattr_setsigmask(&attributes, &emptySet)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        var command = arguments
-        if let workingDirectory {
-            command = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", workingDirectory] + arguments
-        }
-        var pid: pid_t = 0
-        var cArguments = command.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        let spawned = posix_spawnp(&pid, command[0], &actions, &attributes, &cArguments, environ)
-        guard spawned == 0 else { throw Failure("cannot run \(arguments[0]): \(String(cString: strerror(spawned)))") }
+        let pid = try ChildProcess.spawn(
+            arguments, standardOutput: outputPath, standardError: errorPath, workingDirectory: workingDirectory)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let exitStatus = ChildProcess.exitStatus(status)
         let output = (try? Data(contentsOf: URL(fileURLWithPath: outputPath))) ?? Data()
         let errors = (try? Data(contentsOf: URL(fileURLWithPath: errorPath))) ?? Data()
         return Result(

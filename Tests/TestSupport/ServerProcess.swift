@@ -32,25 +32,8 @@ public final class ServerProcess: @unchecked Sendable {
         guard let binary = MountFixture.binaryPath else { throw MountFixture.Failure("notesfs binary not found") }
         let listen = "127.0.0.1:\(port)"
         try? FileManager.default.removeItem(atPath: logPath)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptySet = sigset_t()
-        sigemptyset(&emptySet)
-        posix_spawnattr_setsigmask(&attributes, &emptySet)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let arguments = [binary, "serve", "--listen", listen, "--data", dataDirectory]
-        var cArguments = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, binary, &actions, &attributes, &cArguments, environ)
-        guard spawned == 0 else { throw MountFixture.Failure("cannot start notesfs serve: \(spawned)") }
+        let child = try ChildProcess.spawn(
+            [binary, "serve", "--listen", listen, "--data", dataDirectory], standardError: logPath)
         pid = child
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
