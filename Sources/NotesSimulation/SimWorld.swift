@@ -357,9 +357,9 @@ public final class SimWorld: @unchecked Sendable {
         trace("faults stop; every device comes online and syncs to quiet")
         for device in devices {
             device.offlineUntilStep = -1
-            if try device.store.status().heldTombstones > 0 {
+            if try device.store.massDeleteHold().isHeld {
                 trace("\(device.name) confirms held deletes (--allow-mass-delete)")
-                try device.store.allowMassDelete(true)
+                try device.store.confirmMassDelete()
             }
         }
         for round in 0..<12 {
@@ -372,7 +372,7 @@ public final class SimWorld: @unchecked Sendable {
                     // The person confirms the deletions (notesfs sync --allow-mass-delete).
                     allSucceeded = false
                     trace("\(device.name) confirms held deletions: \(reason)")
-                    try device.store.allowMassDelete(true)
+                    try device.store.confirmMassDelete()
                 default:
                     allSucceeded = false
                     trace("\(device.name) quiet-sync round \(round) failed: \(outcome)")
