@@ -13,6 +13,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The engine does not freeze what it sends: an edit typed while the
     /// note's change is in flight counts as sent once the answer comes.
     case forgetsToFreeze
+    /// The mass-delete guard forgets the deletions it let through, so a
+    /// batched `rm -rf` is judged push by push (as it once was).
+    case guardCountsPerPush
 }
 
 /// Fault kinds, counted per run.
