@@ -31,20 +31,23 @@ public struct MassDeleteHold: Sendable, Equatable {
     public var description: String {
         guard isHeld else { return "No deletions are held." }
         var parts = [
-            "Deletions held: \(trippedDeletions) of the \(trippedLive) notes here were deleted within "
-                + "\(NotesStore.massDeleteWindowMinutes) minutes (more than half)."
+            "Deletions held: \(trippedDeletions) of your \(trippedLive) notes were deleted within "
+                + "\(NotesStore.massDeleteWindowMinutes) minutes, here or on another machine (more than half)."
         ]
-        parts.append(
-            "Not sent: \(Self.count(notesToSend, foldersToSend)) deleted on this machine.")
-        var applied = "Not removed here: \(Self.count(notesToApply, foldersToApply)) deleted on another machine"
-        if removedHereBefore > 0 {
-            applied += " (\(removedHereBefore) deleted elsewhere were removed here before the hold)."
-        } else if notesToApply + foldersToApply > 0 {
-            applied += "; nothing deleted elsewhere was removed here in this window."
-        } else {
-            applied += "."
+        if notesToSend + foldersToSend > 0 {
+            parts.append("Not sent: \(Self.count(notesToSend, foldersToSend)) deleted on this machine.")
         }
-        parts.append(applied)
+        if notesToApply + foldersToApply > 0 {
+            var applied = "Not removed here: \(Self.count(notesToApply, foldersToApply)) deleted on another machine"
+            applied +=
+                removedHereBefore > 0
+                ? " (\(removedHereBefore) deleted elsewhere were removed here before the hold)."
+                : "; nothing deleted elsewhere was removed here in this window."
+            parts.append(applied)
+        }
+        if notesToSend + foldersToSend + notesToApply + foldersToApply == 0 {
+            parts.append("Nothing waits now, but further deletions are held until you answer.")
+        }
         parts.append(
             "If you meant it, run: notesfs sync --allow-mass-delete; "
                 + "to bring them back on every machine, run: notesfs sync --restore-held")
