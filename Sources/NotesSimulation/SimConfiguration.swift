@@ -19,6 +19,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The engine settles a push that failed with a 4xx or a TLS error as
     /// refused (renames the text `(not synced)`), as it once did.
     case failureSettlesAsRefused
+    /// The mass-delete guard forgets the deletions it let through, so a
+    /// batched `rm -rf` is judged push by push (as it once was).
+    case guardCountsPerPush
 }
 
 /// Fault kinds, counted per run.

@@ -120,14 +120,21 @@ final class SimDevice: @unchecked Sendable {
     // MARK: Reading the file directly (checks only)
 
     /// Every token this device still holds: live notes (conflict copies
-    /// included), local-only files (`(not synced)` copies, editor backups) and
-    /// the local history.
+    /// included), local-only files (`(not synced)` copies, editor backups),
+    /// the local history, and notes whose deletion the mass-delete guard holds
+    /// here (a held pulled deletion leaves its note live).
     func heldTokens() throws -> Set<Int> {
         var tokens = Set<Int>()
         try reader.readTransaction {
             for sql in [
                 "SELECT body FROM notes WHERE deleted = 0", "SELECT data FROM local_entries WHERE type = 2",
                 "SELECT body FROM history",
+                """
+                SELECT body FROM notes n WHERE deleted = 1
+                  AND EXISTS (SELECT 1 FROM delete_guard WHERE held_since_ns IS NOT NULL)
+                  AND EXISTS (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = n.id
+                              AND o.op = 'delete' AND o.state = 'pending')
+                """,
             ] {
                 try reader.forEachRow(sql, arguments: []) { row in
                     tokens.formUnion(SimText.tokens(row.data(0)))

@@ -189,6 +189,7 @@ extension SimWorld {
             })
             if versions.count > 1 { violation("change \(key) applied more than once: versions \(versions.sorted())") }
         }
+        try checkMassDeletes()
     }
 
     /// The `forgetsToFreeze` breakage: an edit typed while the note's change

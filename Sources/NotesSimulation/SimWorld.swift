@@ -62,6 +62,8 @@ public final class SimWorld: @unchecked Sendable {
     /// Every answer the server gave to each change id: "epoch|generation|id" → answers.
     var answers: [String: [ChangeResult.Outcome]] = [:]
     var violations: [String] = []
+    /// Mass deletes made before quiet (SimWorld+MassDelete.swift).
+    var massDeletes: [SimMassDelete] = []
 
     let engineConfiguration: SyncEngine.Configuration
 
@@ -358,14 +360,12 @@ public final class SimWorld: @unchecked Sendable {
 
     private func quiesce() async throws {
         await deliverDelayedPushes()
+        try await maybeMassDelete()
         faultsEnabled = false
         trace("faults stop; every device comes online and syncs to quiet")
         for device in devices {
             device.offlineUntilStep = -1
-            if try device.store.status().heldTombstones > 0 {
-                trace("\(device.name) confirms held deletes (--allow-mass-delete)")
-                try device.store.allowMassDelete(true)
-            }
+            if try device.store.massDeleteHold().isHeld { try answerHeldDeletions(device) }
         }
         for round in 0..<12 {
             var allSucceeded = true
@@ -374,10 +374,9 @@ public final class SimWorld: @unchecked Sendable {
                 switch outcome {
                 case .succeeded: break
                 case .held(let reason):
-                    // The person confirms the deletions (notesfs sync --allow-mass-delete).
                     allSucceeded = false
-                    trace("\(device.name) confirms held deletions: \(reason)")
-                    try device.store.allowMassDelete(true)
+                    trace("\(device.name) holds deletions: \(reason)")
+                    try answerHeldDeletions(device)
                 default:
                     allSucceeded = false
                     trace("\(device.name) quiet-sync round \(round) failed: \(outcome)")

@@ -8,13 +8,13 @@ extension NotesStore {
     /// Changes to send now, oldest first, parents before children: every
     /// in-flight row (resent unchanged), then pending rows frozen now — at most
     /// one in flight per entity, packed up to `maxCount` changes and `maxBytes`
-    /// of payload (a single larger change travels alone). Tombstones held by
-    /// the mass-delete guard are left pending.
+    /// of payload (a single larger change travels alone). Tombstones of notes
+    /// and folders held by the mass-delete guard are left pending.
     public func freezeBatch(maxCount: Int = 100, maxBytes: Int = 4 << 20) throws(StoreError) -> [OutgoingChange] {
         try write(origin: .local, checkSpace: false) { db, _ in
             var batch = try inFlight(db)
             var bytes = batch.reduce(0) { $0 + $1.payloadBytes }
-            let held = try massDeleteHeld(db)
+            let deleteGuard = try deleteGuardBeforePush(db)
             let pending = try db.query(
                 """
                 SELECT seq, entity_kind, entity_id, op FROM outbox o WHERE state = 'pending'
@@ -25,11 +25,14 @@ extension NotesStore {
             ) { ($0.int64(0), $0.string(1), $0.string(2), $0.string(3)) }
             for (seq, kindText, entityID, op) in pending {
                 guard batch.count < maxCount, let kind = EntityKind(rawValue: kindText) else { break }
-                if held && kind == .note && op == "delete" { continue }
+                if op == "delete", deleteGuard.holds(deletionMadeAt: try deletionTime(db, kind: kind, id: entityID)) {
+                    continue
+                }
                 if try !batch.isEmpty && bytes + payloadSize(db, kind: kind, entityID: entityID) > maxBytes {
                     break
                 }
                 guard let change = try freeze(db, seq: seq, kind: kind, entityID: entityID) else { continue }
+                if change.isDelete { try logPushedDeletion(db, kind: kind, id: entityID) }
                 bytes += change.payloadBytes
                 batch.append(change)
             }

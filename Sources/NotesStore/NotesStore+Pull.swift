@@ -13,22 +13,39 @@ public struct SyncStateSnapshot: Sendable, Equatable {
     public var lastAttemptNanoseconds: Int64?
     public var lastFailed: Bool
     public var lastError: String?
-    public var liveNotesAtCleanSync: Int?
-    public var allowMassDelete: Bool
 }
 
 // Applying pulled changes and keeping the sync state row.
 extension NotesStore {
     /// Applies one pulled page and its cursor in one transaction. A dirty local
     /// row is skipped (the next push meets the conflict and merges); our own
-    /// echoes (version ≤ ours) are skipped.
+    /// echoes (version ≤ ours) are skipped. Deletions the mass-delete guard
+    /// holds are kept aside (not applied) and the rest of the page applies,
+    /// so the cursor moves on without losing them.
     @discardableResult
     public func applyPulled(_ entities: [RemoteEntity], cursor: String?) throws(StoreError) -> PullReport {
         try write(origin: .remote, checkSpace: false) { db, commit in
             var report = PullReport()
-            for entity in entities {
+            let guarded = try deleteGuardForPage(db, entities)
+            for (index, entity) in entities.enumerated() {
+                if guarded.held && guarded.deletions.contains(index) {
+                    try holdPulledDeletion(db, entity)
+                    report.heldDeletions += 1
+                    continue
+                }
+                // A newer row of a held entity replaces its held tombstone.
+                try db.run(
+                    "DELETE FROM held_pulls WHERE entity_kind = ? AND entity_id = ? AND version <= ?",
+                    entity.kind.rawValue, entity.entityID, entity.version)
+                let removes = guarded.deletions.contains(index)
+                let notes = removes && entity.kind == .folder ? try liveNotes(inFolder: entity.entityID, db).count : 1
                 switch try applyOne(db, entity, commit: &commit) {
-                case .applied: report.applied += 1
+                case .applied:
+                    report.applied += 1
+                    if removes {
+                        try logDeletion(
+                            db, direction: "pull", kind: entity.kind, id: entity.entityID, notes: notes, at: now)
+                    }
                 case .dirty: report.skippedDirty += 1
                 case .echo: report.skippedEcho += 1
                 }
@@ -103,7 +120,7 @@ extension NotesStore {
                 let state = try db.queryOne(
                     """
                     SELECT server_url, account_id, device_id, device_name, cursor, last_success_ns,
-                        last_attempt_ns, last_failed, last_error, live_notes_at_clean_sync, allow_mass_delete
+                        last_attempt_ns, last_failed, last_error
                     FROM sync_state WHERE id = 1
                     """,
                     map: { row in
@@ -111,8 +128,7 @@ extension NotesStore {
                             serverURL: row.optionalString(0), accountID: row.optionalString(1),
                             deviceID: row.string(2), deviceName: row.string(3), cursor: row.optionalString(4),
                             lastSuccessNanoseconds: row.optionalInt64(5), lastAttemptNanoseconds: row.optionalInt64(6),
-                            lastFailed: row.bool(7), lastError: row.optionalString(8),
-                            liveNotesAtCleanSync: row.optionalInt64(9).map(Int.init), allowMassDelete: row.bool(10))
+                            lastFailed: row.bool(7), lastError: row.optionalString(8))
                     })
             else { throw StoreError.notFound("sync state") }
             return state
@@ -134,17 +150,14 @@ extension NotesStore {
         }
     }
 
-    /// Records the end of a sync run. A clean run also remembers how many notes
-    /// were live, the mass-delete guard's yardstick.
+    /// Records the end of a sync run.
     public func recordSyncRun(succeeded: Bool, error: String?) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
             let time = now
             if succeeded {
                 try db.run(
                     """
-                    UPDATE sync_state SET last_success_ns = ?, last_attempt_ns = ?, last_failed = 0, last_error = NULL,
-                        allow_mass_delete = 0,
-                        live_notes_at_clean_sync = (SELECT count(*) FROM notes WHERE deleted = 0 AND server_version IS NOT NULL)
+                    UPDATE sync_state SET last_success_ns = ?, last_attempt_ns = ?, last_failed = 0, last_error = NULL
                     WHERE id = 1
                     """, time, time)
             } else {
@@ -152,52 +165,6 @@ extension NotesStore {
                     "UPDATE sync_state SET last_attempt_ns = ?, last_failed = 1, last_error = ? WHERE id = 1", time,
                     error)
             }
-        }
-    }
-
-    /// Lets held tombstones go out on the next push (`notesfs sync --allow-mass-delete`).
-    public func allowMassDelete(_ allowed: Bool) throws(StoreError) {
-        try write(origin: .local, checkSpace: false) { db, commit in
-            try db.run("UPDATE sync_state SET allow_mass_delete = ? WHERE id = 1", allowed)
-            commit.outboxChanged = allowed
-        }
-    }
-
-    /// Pending note tombstones beyond half the notes live at the last clean sync
-    /// (and more than a handful) are held until the user confirms.
-    func massDeleteHeld(_ db: Connection) throws -> Bool {
-        guard
-            let (live, allowed) = try db.queryOne(
-                "SELECT live_notes_at_clean_sync, allow_mass_delete FROM sync_state WHERE id = 1",
-                map: { ($0.optionalInt64(0), $0.bool(1)) })
-        else { return false }
-        if allowed { return false }
-        let tombstones =
-            try db.queryOne(
-                "SELECT count(*) FROM outbox WHERE entity_kind = 'note' AND op = 'delete' AND state = 'pending'"
-            ) { $0.int64(0) } ?? 0
-        return Self.exceedsMassDeleteBound(tombstones: tombstones, live: live ?? 0)
-    }
-
-    /// The mass-delete bound: more than a handful, and more than half of `live`.
-    public static func exceedsMassDeleteBound(tombstones: Int64, live: Int64) -> Bool {
-        tombstones > massDeleteHandful && tombstones * 2 > live
-    }
-
-    /// Below this many tombstones the guard never holds anything.
-    public static let massDeleteHandful: Int64 = 5
-}
-
-extension NotesStore {
-    /// How many of these notes are live here (for the guard on pulled deletions).
-    public func liveNoteCount(among ids: [String]) throws(StoreError) -> Int {
-        guard !ids.isEmpty else { return 0 }
-        return try read { db in
-            var count = 0
-            for id in ids {
-                count += try db.queryOne("SELECT 1 FROM notes WHERE id = ? AND deleted = 0", id) { _ in 1 } ?? 0
-            }
-            return count
         }
     }
 }

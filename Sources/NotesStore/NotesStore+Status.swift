@@ -22,8 +22,8 @@ public struct StoreStatus: Sendable, Equatable {
     public var conflictCopies: [String]
     public var refusals: [Refusal]
     public var sync: SyncStateSnapshot
-    /// Tombstones held by the mass-delete guard (0 when none).
-    public var heldTombstones: Int
+    /// Deletions held by the mass-delete guard, in each direction.
+    public var massDeleteHold: MassDeleteHold
 }
 
 extension NotesStore {
@@ -73,16 +73,11 @@ extension NotesStore {
                 let keptAt = try copySeq.flatMap { try path(db, of: .local($0)) }
                 refusals.append(StoreStatus.Refusal(title: title, reason: reason, keptAt: keptAt, atNanoseconds: at))
             }
-            var held = 0
-            if try massDeleteHeld(db) {
-                held = try db.queryOne(
-                    "SELECT count(*) FROM outbox WHERE entity_kind = 'note' AND op = 'delete' AND state = 'pending'"
-                ) { $0.int(0) } ?? 0
-            }
+            let hold = try massDeleteHold(db)
             return StoreStatus(
                 noteCount: notes, folderCount: folders, pendingCount: pending, oldestPendingNanoseconds: oldest,
                 unsyncedPaths: unsynced, conflictCopies: copyPaths, refusals: refusals, sync: sync,
-                heldTombstones: held)
+                massDeleteHold: hold)
         }
     }
 }

@@ -4,10 +4,10 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 2
+    static let currentVersion = 3
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
-    static let migrations: [String] = [version1, version2]
+    static let migrations: [String] = [version1, version2, version3]
 
     static func migrate(_ db: Connection) throws {
         let found = try db.userVersion
@@ -22,6 +22,47 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 3: the mass-delete guard's memory, so its rolling window, its
+    /// hold and the pulled deletions it keeps aside survive restarts.
+    /// (`sync_state.live_notes_at_clean_sync` and `allow_mass_delete` are no
+    /// longer used.)
+    private static let version3 = """
+        -- Deletions let through (pushed when frozen, pulled when applied), each
+        -- counted as the live notes it removed; pruned to the window.
+        CREATE TABLE deletion_log(
+            seq INTEGER PRIMARY KEY,
+            at_ns INTEGER NOT NULL,
+            direction TEXT NOT NULL CHECK (direction IN ('push', 'pull')),
+            entity_kind TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            notes INTEGER NOT NULL
+        );
+        CREATE INDEX deletion_log_at ON deletion_log(at_ns);
+
+        -- Pulled tombstones the guard holds: not applied until the user
+        -- confirms, dropped (and the entity pushed back) when they restore.
+        CREATE TABLE held_pulls(
+            seq INTEGER PRIMARY KEY,
+            entity_kind TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            held_ns INTEGER NOT NULL,
+            UNIQUE (entity_kind, entity_id)
+        );
+
+        -- One row: since when deletions are held (NULL = not held), the last
+        -- confirmation or restore (the window starts no earlier), and the
+        -- counts that tripped the hold.
+        CREATE TABLE delete_guard(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            held_since_ns INTEGER,
+            confirmed_ns INTEGER,
+            tripped_deletions INTEGER NOT NULL DEFAULT 0,
+            tripped_live INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO delete_guard(id) VALUES (1);
+        """
 
     /// Version 2: each note's size kept beside it, and an index holding what a
     /// listing shows (size, mtime, mode) by note id, so `readdirplus`, lookup

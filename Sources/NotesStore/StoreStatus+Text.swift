@@ -9,6 +9,8 @@ extension StoreStatus {
         let syncLine: String
         if sync.serverURL == nil {
             syncLine = "Sync: off (offline notes folder; no server configured)"
+        } else if massDeleteHold.isHeld {
+            syncLine = "Sync: deletions held by the mass-delete guard (other changes still sync)"
         } else if pendingCount == 0 && !sync.lastFailed {
             syncLine = "Sync: up to date with \(sync.serverURL ?? "")"
         } else if sync.lastFailed {
@@ -26,10 +28,8 @@ extension StoreStatus {
         } else if sync.serverURL != nil {
             lines.append("Last successful sync: never")
         }
-        if heldTombstones > 0 {
-            lines.append(
-                "Held: \(heldTombstones) deletions wait for confirmation (more than half of your notes). "
-                    + "If you meant it, run: notesfs sync --allow-mass-delete")
+        if massDeleteHold.isHeld {
+            lines.append(massDeleteHold.description)
         }
         if !refusals.isEmpty {
             lines.append("Refused by the server (text kept locally):")
@@ -57,7 +57,8 @@ extension StoreStatus {
             "pending": pendingCount,
             "unsynced": unsyncedPaths,
             "conflictCopies": conflictCopies,
-            "heldDeletions": heldTombstones,
+            "heldDeletions": massDeleteHold.notesToSend + massDeleteHold.foldersToSend
+                + massDeleteHold.notesToApply + massDeleteHold.foldersToApply,
             "syncConfigured": sync.serverURL != nil,
             "lastSyncFailed": sync.lastFailed,
             "deviceName": sync.deviceName,
@@ -67,6 +68,15 @@ extension StoreStatus {
                 return item
             },
         ]
+        if massDeleteHold.isHeld {
+            object["massDeleteHold"] = [
+                "sinceUnixSeconds": Double(massDeleteHold.sinceNanoseconds ?? 0) / 1e9,
+                "notesToSend": massDeleteHold.notesToSend, "foldersToSend": massDeleteHold.foldersToSend,
+                "notesToApply": massDeleteHold.notesToApply, "foldersToApply": massDeleteHold.foldersToApply,
+                "deletedInWindow": massDeleteHold.trippedDeletions,
+                "liveAtWindowStart": massDeleteHold.trippedLive, "message": massDeleteHold.description,
+            ] as [String: Any]
+        }
         if let oldest = oldestPendingNanoseconds { object["oldestPendingUnixSeconds"] = Double(oldest) / 1e9 }
         if let success = sync.lastSuccessNanoseconds { object["lastSuccessUnixSeconds"] = Double(success) / 1e9 }
         if let error = sync.lastError { object["lastError"] = error }

@@ -60,6 +60,8 @@ public struct PullReport: Sendable, Equatable {
     public var applied = 0
     public var skippedDirty = 0
     public var skippedEcho = 0
+    /// Tombstones the mass-delete guard kept aside instead of applying.
+    public var heldDeletions = 0
     public init() {}
 }
 

@@ -9,7 +9,8 @@ public enum SyncRunOutcome: Sendable, Equatable {
     case failed(TransportError)
     /// The store refused (another account, a damaged database, a full disk).
     case storeFailed(String)
-    /// Stopped on purpose until the user confirms (the mass-delete guard).
+    /// Everything else synced, but the mass-delete guard holds deletions
+    /// until the user confirms or restores them; the text says how many and why.
     case held(String)
 
     public var succeeded: Bool { self == .succeeded }
@@ -102,18 +103,18 @@ public actor SyncEngine {
                 try await pushAll()
                 try await pullAll()
             }
-            outcome = .succeeded
+            let hold = try store.massDeleteHold()
+            outcome = hold.isHeld ? .held(hold.description) : .succeeded
         } catch let error as TransportError {
             outcome = .failed(error)
-        } catch let hold as SyncHold {
-            outcome = .held(hold.description)
         } catch {
             outcome = .storeFailed(String(describing: error))
         }
         switch outcome {
-        case .succeeded: try? store.recordSyncRun(succeeded: true, error: nil)
+        // A held run synced everything else; status shows the hold from the store.
+        case .succeeded, .held: try? store.recordSyncRun(succeeded: true, error: nil)
         case .failed(let error): try? store.recordSyncRun(succeeded: false, error: error.description)
-        case .storeFailed(let reason), .held(let reason): try? store.recordSyncRun(succeeded: false, error: reason)
+        case .storeFailed(let reason): try? store.recordSyncRun(succeeded: false, error: reason)
         }
         return outcome
     }
@@ -195,37 +196,26 @@ public actor SyncEngine {
     // MARK: Pull
 
     private func pullAll() async throws {
-        let state = try store.syncState()
-        var cursor = state.cursor.map(SyncCursor.init(rawValue:))
-        var pulledDeletions = 0
+        var cursor = try store.syncState().cursor.map(SyncCursor.init(rawValue:))
         for _ in 0..<configuration.roundsPerRunMax {
             let page = try await transport.changes(
                 since: cursor, limit: configuration.pullPageRowsMax, waitSeconds: 0)
             if let known = cursor?.epoch, known != page.epoch { throw TransportError.cursorGone }
-            try apply(page, state: state, pulledDeletions: &pulledDeletions)
+            try apply(page)
             cursor = page.nextCursor
             if !page.hasMore { return }
         }
     }
 
-    /// Applies one page and its cursor, after the mass-delete guard.
-    private func apply(_ page: ChangesPage, state: SyncStateSnapshot, pulledDeletions: inout Int) throws {
+    /// Applies one page and its cursor; the store's mass-delete guard keeps
+    /// aside the deletions it holds.
+    private func apply(_ page: ChangesPage) throws {
         var entities: [RemoteEntity] = []
         for version in page.changes {
             guard let entity = WireMapping.remote(version) else {
                 throw TransportError.serverBroke("unreadable row \(version.kind.rawValue) \(version.id)")
             }
             entities.append(entity)
-        }
-        pulledDeletions += try store.liveNoteCount(
-            among: entities.filter { $0.kind == .note && $0.deleted }.map(\.entityID))
-        if !state.allowMassDelete,
-            NotesStore.exceedsMassDeleteBound(
-                tombstones: Int64(pulledDeletions), live: Int64(state.liveNotesAtCleanSync ?? 0))
-        {
-            // Missing storage or a wiped server must never read as "the
-            // user deleted everything": hold the feed here until confirmed.
-            throw SyncHold.pulledMassDelete(count: pulledDeletions)
         }
         try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
         progressValue.pulled += entities.count
@@ -240,10 +230,8 @@ public actor SyncEngine {
             return false
         }
         do {
-            let state = try store.syncState()
-            guard state.cursor == cursor.rawValue else { return false }
-            var pulledDeletions = 0
-            try apply(page, state: state, pulledDeletions: &pulledDeletions)
+            guard try store.syncState().cursor == cursor.rawValue else { return false }
+            try apply(page)
             return true
         } catch {
             return false
@@ -333,19 +321,6 @@ public actor SyncEngine {
             remaining = remaining.filter { !answered.contains($0) }
         }
         return fetched
-    }
-}
-
-/// Why a run stopped on purpose.
-enum SyncHold: Error, CustomStringConvertible {
-    case pulledMassDelete(count: Int)
-
-    var description: String {
-        switch self {
-        case .pulledMassDelete(let count):
-            "held: the server deleted \(count) of your notes at once (more than half). Nothing was removed here. "
-                + "If that was you, run: notesfs sync --allow-mass-delete"
-        }
     }
 }
 

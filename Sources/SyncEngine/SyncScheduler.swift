@@ -97,6 +97,8 @@ public actor SyncScheduler {
     private var retryAt: Double?
     private var lastOutcome: SyncRunOutcome?
     private var runsCompleted = 0
+    /// The hold last written to the log, so each run while held does not repeat it.
+    private var lastHoldLogged: String?
     private var loopTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
@@ -189,19 +191,30 @@ public actor SyncScheduler {
         wake.yield()
     }
 
-    /// `notesfs sync`: runs now (joining a run in progress) and returns how it
-    /// ended. With `allowMassDelete`, held deletions go out in this run.
-    public func syncNow(allowMassDelete: Bool = false, withProgress: Bool = false) async -> SyncRunOutcome {
-        if allowMassDelete {
-            do {
-                try store.allowMassDelete(true)
-            } catch {
-                return .storeFailed("cannot allow the held deletions: \(error)")
-            }
+    /// `notesfs sync`: runs now (joining a run in progress) and returns how it ended.
+    public func syncNow(withProgress: Bool = false) async -> SyncRunOutcome {
+        await run(estimateTotal: withProgress)
+    }
+
+    /// What to do with the deletions the mass-delete guard holds.
+    public enum HeldDeletionsAction: Sendable {
+        /// `notesfs sync --allow-mass-delete`: let them go, both ways.
+        case allow
+        /// `notesfs sync --restore-held`: cancel them; the notes come back everywhere.
+        case restore
+    }
+
+    /// Confirms or cancels the held deletions in the store and asks for a run
+    /// (which sends what that queued); returns a line for the user.
+    public nonisolated func settleHeldDeletions(_ action: HeldDeletionsAction) throws(StoreError) -> String {
+        let summary: String
+        switch action {
+        case .allow: summary = try store.confirmMassDelete().summary
+        case .restore: summary = try store.restoreHeldDeletions().summary
         }
-        let outcome = await run(estimateTotal: withProgress)
-        if allowMassDelete, outcome.succeeded { try? store.allowMassDelete(false) }
-        return outcome
+        log("sync: \(summary)")
+        requestRun()
+        return summary
     }
 
     // MARK: Reading the state (any thread)
@@ -296,6 +309,7 @@ public actor SyncScheduler {
         lastOutcome = outcome
         switch outcome {
         case .succeeded:
+            lastHoldLogged = nil
             if backoff.failures > 0 { log("sync: working again after \(backoff.failures) failed runs") }
             backoff.succeeded()
             retryAt = nil
@@ -306,8 +320,13 @@ public actor SyncScheduler {
                  "Next sync attempt in about \(Int(delay.rounded())) s (\(error))")
             }
         case .held(let reason):
-            // Waits for the user; retry slowly so a confirmation elsewhere is noticed.
-            scheduleRetry { _ in ("sync \(reason)", "Sync \(reason)") }
+            // Everything else synced: no backoff, so edits keep flowing. The
+            // hold waits for the user; status shows it from the store.
+            backoff.succeeded()
+            retryAt = nil
+            statusText.withLock { $0 = nil }
+            if reason != lastHoldLogged { log("sync: \(reason)") }
+            lastHoldLogged = reason
         case .storeFailed(let reason):
             scheduleRetry { delay in
                 ("sync stopped by the local database: \(reason); next try in \(Int(delay.rounded())) s",

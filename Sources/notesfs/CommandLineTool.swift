@@ -71,7 +71,7 @@ enum CommandLineTool {
         lines += [
             "",
             "Run 'notesfs <command> --help' for a command's options.",
-            "Exit codes: 0 ok, 1 failed, 2 usage error.",
+            "Exit codes: 0 ok, 1 failed, 2 usage error, 3 deletions held by the mass-delete guard (sync --wait).",
         ]
         return lines.joined(separator: "\n")
     }

@@ -6,25 +6,40 @@ struct SyncCommand: Command {
     static let name = "sync"
     static let summary = "Sync now (the mount syncs by itself; this asks it to do so at once)"
     static let help = """
-        Usage: notesfs sync [--wait] [--allow-mass-delete] [--data DIR | --profile NAME]
+        Usage: notesfs sync [--wait] [--allow-mass-delete | --restore-held] [--data DIR | --profile NAME]
                notesfs sync --rebind --server URL --token-file F [--yes] [--data DIR | --profile NAME]
 
         Asks the running mount of the profile to sync at once, through the
         control socket sync.sock in the data directory.
           --wait               wait for the run and print how it ended (on a terminal,
                                with a progress line: notes so far of the total, rate,
-                               time left); exit 1 when it failed
-          --allow-mass-delete  send deletions the mass-delete guard is holding (when you
-                               really meant to delete more than half of your notes)
+                               time left)
+          --allow-mass-delete  let the deletions the mass-delete guard holds go ahead, in
+                               both directions (when you really meant to delete more than
+                               half of your notes)
+          --restore-held       cancel the held deletions instead: the notes come back here
+                               and on your other machines
           --rebind             move the profile to another server or account (a new server
                                after losing the old one, or a new token): every note and
                                folder is kept with its id and sent to the new server at the
                                next mount; notes it already has merge, none is doubled.
                                Asks first (--yes skips the question). Unmount first.
+
+        The mass-delete guard holds deletions (sent and received) once more than
+        half of your notes, and more than \(NotesStore.massDeleteHandful), were deleted within
+        \(NotesStore.massDeleteWindowMinutes) minutes; 'notesfs status' says how many and why.
+        Without a running mount, --allow-mass-delete and --restore-held change the
+        notes database directly; the next mount sends the result.
+
+        Exit codes: 0 synced; 1 failed (your notes are safe locally, it retries
+        by itself); 2 usage error; \(heldExitCode) (with --wait) synced, but deletions are held.
         """
     static let spec = ArgumentSpec(
         options: DataLocation.options.union(["--server", "--token-file"]),
-        flags: ["--wait", "--allow-mass-delete", "--wire-stats", "--rebind", "--yes"])
+        flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes"])
+
+    /// `sync --wait` exits with this while the mass-delete guard holds deletions.
+    static let heldExitCode: Int32 = 3
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
@@ -43,9 +58,12 @@ struct SyncCommand: Command {
             return 0
         }
         let wait = arguments.has("--wait")
+        let allow = arguments.has("--allow-mass-delete"), restore = arguments.has("--restore-held")
+        if allow && restore { throw CommandError.usage("give either --allow-mass-delete or --restore-held, not both") }
         var words = ["sync"]
         if wait { words.append("wait") }
-        if arguments.has("--allow-mass-delete") { words.append("allow-mass-delete") }
+        if allow { words.append("allow-mass-delete") }
+        if restore { words.append("restore-held") }
         let drawProgress = wait && console.isTerminal
         if drawProgress { words.append("progress") }
         var final: String?
@@ -54,12 +72,17 @@ struct SyncCommand: Command {
             if line.hasPrefix("progress ") {
                 FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + line.dropFirst("progress ".count)).utf8))
                 drewProgress = true
+            } else if line.hasPrefix("note ") {
+                console.out(String(line.dropFirst("note ".count)))
             } else {
                 final = line
             }
         }
         if drewProgress { FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8)) }
-        guard reached else { throw notRunning }
+        guard reached else {
+            guard allow || restore else { throw notRunning }
+            return try settleWithoutMount(location, allow: allow, console: console)
+        }
         switch final {
         case "started"?:
             console.out("Asked the mount to sync; 'notesfs status' shows how it went.")
@@ -67,20 +90,29 @@ struct SyncCommand: Command {
         case "ok"?:
             var summary = "Synced."
             if let status = try? location.openStore(create: false).status() {
-                if status.heldTombstones > 0 {
-                    summary += " \(status.heldTombstones) deletions are held: more than half of your notes. "
-                        + "If you meant it, run: notesfs sync --allow-mass-delete"
-                } else if status.pendingCount > 0 {
+                if status.pendingCount > 0 {
                     summary += " \(status.pendingCount) changes still wait (made during the sync)."
                 }
             }
             console.out(summary)
             return 0
+        case let line? where line.hasPrefix("held "):
+            console.error("Synced the other changes. " + line.dropFirst("held ".count))
+            return heldExitCode
         case let line?:
             let reason = line.hasPrefix("failed ") ? String(line.dropFirst("failed ".count)) : line
             throw CommandError.failed("sync failed: \(reason). Your notes are safe locally; it retries by itself.")
         case nil:
             throw CommandError.failed("the mount closed the connection without an answer; see mount.log")
         }
+    }
+
+    /// No mount is running: confirm or cancel in the database itself (as
+    /// `notesfs restore` does); the next mount sends what that queued.
+    private static func settleWithoutMount(_ location: DataLocation, allow: Bool, console: Console) throws -> Int32 {
+        let store = try location.openStore(create: false)
+        let summary = allow ? try store.confirmMassDelete().summary : try store.restoreHeldDeletions().summary
+        console.out(summary + " No mount is running: the next mount syncs it.")
+        return 0
     }
 }

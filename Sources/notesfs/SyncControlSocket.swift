@@ -7,9 +7,12 @@ import Synchronization
 /// `notesfs sync` and `notesfs status` reach the running mount.
 ///
 /// One request line per connection:
-/// - `sync` → `started`: a run is requested and the command returns.
-/// - `sync wait [allow-mass-delete] [progress]` → `progress <text>` lines
-///   (with `progress`), then `ok` or `failed <why>`.
+/// - `sync [allow-mass-delete | restore-held]` → `note <text>` (what the
+///   confirmation or restore did), then `started`: a run is requested and the
+///   command returns.
+/// - `sync wait [allow-mass-delete | restore-held] [progress]` → `note <text>`,
+///   `progress <text>` lines (with `progress`), then `ok`, `held <why>` (the
+///   mass-delete guard holds deletions) or `failed <why>`.
 /// - `status` → one line: sync progress or the next retry, or empty.
 /// - `wire` → the transport's counters as JSON (benchmarks).
 final class SyncControlSocket: Sendable {
@@ -104,22 +107,27 @@ final class SyncControlSocket: Sendable {
         let send = { (line: String) in _ = Self.writeLine(connection, line) }
         switch request.split(separator: " ").first.map(String.init) {
         case "sync":
-            if !words.contains("wait") {
-                if words.contains("allow-mass-delete") {
-                    _ = blocking { await self.scheduler.syncNow(allowMassDelete: true) }
-                } else {
-                    scheduler.requestRun()
+            let action: SyncScheduler.HeldDeletionsAction? =
+                words.contains("allow-mass-delete") ? .allow : words.contains("restore-held") ? .restore : nil
+            if let action {
+                do {
+                    send("note " + (try scheduler.settleHeldDeletions(action)))
+                } catch {
+                    send("failed the held deletions could not be changed: \(error)")
+                    return
                 }
+            }
+            if !words.contains("wait") {
+                scheduler.requestRun()
                 send("started")
                 return
             }
             let outcome = Mutex<SyncRunOutcome?>(nil)
             let finished = DispatchSemaphore(value: 0)
             let scheduler = scheduler
-            let allow = words.contains("allow-mass-delete")
             let withProgress = words.contains("progress")
             Task {
-                let result = await scheduler.syncNow(allowMassDelete: allow, withProgress: withProgress)
+                let result = await scheduler.syncNow(withProgress: withProgress)
                 outcome.withLock { $0 = result }
                 finished.signal()
             }
@@ -132,7 +140,8 @@ final class SyncControlSocket: Sendable {
             switch outcome.withLock({ $0 }) {
             case .succeeded?: send("ok")
             case .failed(let error)?: send("failed " + error.description)
-            case .storeFailed(let reason)?, .held(let reason)?: send("failed " + reason)
+            case .held(let reason)?: send("held " + reason)
+            case .storeFailed(let reason)?: send("failed " + reason)
             case nil: send("failed the mount stopped")
             }
         case "status":
@@ -143,18 +152,6 @@ final class SyncControlSocket: Sendable {
         default:
             send("failed unknown request")
         }
-    }
-
-    private func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T? {
-        let result = Mutex<T?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        Task {
-            let value = await work()
-            result.withLock { $0 = value }
-            finished.signal()
-        }
-        finished.wait()
-        return result.withLock { $0 }
     }
 
     static func readLine(_ connection: Int32) -> String? {

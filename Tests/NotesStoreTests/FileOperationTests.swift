@@ -318,15 +318,16 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 2)
+        #expect(try Connection(path: path).userVersion == 3)
     }
 
-    /// Turns a current (v2) database back into the v1 layout: no size column,
-    /// no listing index, no size triggers.
+    /// Turns a current (v3) database back into the v1 layout: no size column,
+    /// no listing index, no size triggers, no mass-delete guard tables.
     static func downgradeToVersion1(_ path: String) throws {
         let db = try Connection(path: path)
         try db.execute(
             """
+            DROP TABLE deletion_log; DROP TABLE held_pulls; DROP TABLE delete_guard;
             DROP INDEX notes_listing; DROP TRIGGER notes_size_insert; DROP TRIGGER notes_size_update;
             ALTER TABLE notes DROP COLUMN body_size; PRAGMA user_version = 1;
             """)
@@ -342,7 +343,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 2)
+        #expect(try Connection(path: path).userVersion == 3)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -375,7 +376,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 2)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 3)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }

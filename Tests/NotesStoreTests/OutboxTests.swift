@@ -237,8 +237,8 @@ import Testing
         let batch = try fixture.store.freezeBatch()
         #expect(batch.count == 1)
         #expect(batch.first?.isDelete == false)
-        #expect(try fixture.store.status().heldTombstones == 8)
-        try fixture.store.allowMassDelete(true)
+        #expect(try fixture.store.status().massDeleteHold.notesToSend == 8)
+        try fixture.store.confirmMassDelete()
         #expect(try fixture.store.freezeBatch().filter(\.isDelete).count == 8)
     }
 }

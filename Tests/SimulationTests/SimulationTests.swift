@@ -97,6 +97,11 @@ import Testing
         #expect(caught.violations.contains { $0.contains("lost text") })
     }
 
+    @Test func aMassDeleteGuardThatCountsPushByPushIsCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.guardCountsPerPush, within: 1...40))
+        #expect(caught.violations.contains { $0.contains("walked past the guard") })
+    }
+
     @Test func aServerWithoutIdempotencyIsCaught() async throws {
         let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
         #expect(caught.violations.contains { $0.contains("answered differently on a retry") })

@@ -237,29 +237,49 @@ func modificationTime(_ path: String) -> timespec? {
         #expect(try cluster.serverCounter() == 3)
     }
 
-    @Test func removingMostNotesIsHeldByTheGuardUntilConfirmed() throws {
+    @Test func aBatchedRmRfIsHeldBothWaysSyncWaitExitsThreeAndRestoreHeldBringsTheNotesBack() throws {
         let cluster = try SyncCluster(mounts: 2)
         defer { cluster.remove() }
         let (a, b) = (cluster.mounts[0], cluster.mounts[1])
-        _ = try cluster.shell(a, "mkdir Many && for i in $(seq 1 10); do echo note $i > Many/n$i.md; done")
-        try cluster.waitFor("b has ten notes") { SyncCluster.names(b, "Many").count == 10 }
-        try cluster.waitFor("a synced them") { a.hasNothingPending }
-        _ = try cluster.shell(a, "rm -r Many/*")
-        try cluster.waitFor("status says the deletions are held") {
-            (SyncCluster.text(a, ".notesfs/status") ?? "").contains("Held: 10 deletions")
+        _ = try cluster.shell(
+            a, "mkdir -p Many/Sub && for i in $(seq 1 12); do echo note $i > Many/n$i.md; echo sub $i > Many/Sub/s$i.md; done"
+                + " && echo keep > keep.md")
+        try cluster.waitFor("b has every note") {
+            SyncCluster.names(b, "Many").count == 13 && SyncCluster.names(b, "Many/Sub").count == 12
         }
-        usleep(500_000)
-        #expect(SyncCluster.names(b, "Many").count == 10, "nothing was deleted on b")
+        try cluster.waitFor("a synced them") { a.hasNothingPending }
+        // rm -rf, one file at a time over about four seconds: the mount pushes many small batches meanwhile.
+        _ = try cluster.shell(a, "cd Many && for f in Sub/* n*; do rm $f; sleep 0.15; done && rmdir Sub && cd .. && rmdir Many")
+        let held = try cluster.notesfs(["sync", "--wait", "--data", a.dataDirectory])
+        #expect(held.status == 3, "sync --wait exits 3 while deletions are held: \(held.standardError)")
+        #expect(held.standardError.contains("Not sent:") && held.standardError.contains("--restore-held"))
+        #expect((SyncCluster.text(a, ".notesfs/status") ?? "").contains("Deletions held"))
+        let onB = try cluster.notesfs(["sync", "--wait", "--data", b.dataDirectory])
+        #expect(onB.status == 0, "\(onB.standardError)")
+        #expect(SyncCluster.names(b) == ["Many", "keep.md"], "nothing landed in b's root")
+        // Entries shown under Many on b: the notes it kept, and Sub.
+        let keptOnB = SyncCluster.names(b, "Many").count + SyncCluster.names(b, "Many/Sub").count
+        #expect(keptOnB - 1 >= 12, "b keeps at least half of the 25 notes")
+
+        // a confirms: its held deletions go out, and b holds them as they arrive.
         let confirmed = try cluster.notesfs(["sync", "--wait", "--allow-mass-delete", "--data", a.dataDirectory])
         #expect(confirmed.status == 0, "\(confirmed.standardError)")
-        // The same guard on b: ten pulled deletions of its ten notes wait for b's own confirmation.
         try cluster.waitFor("b holds the pulled deletions and says so") {
-            (SyncCluster.text(b, ".notesfs/status") ?? "").contains("the server deleted 10 of your notes")
+            (SyncCluster.text(b, ".notesfs/status") ?? "").contains("Not removed here: \(keptOnB - 1) notes")
         }
-        #expect(SyncCluster.names(b, "Many").count == 10, "nothing was deleted on b before it confirmed")
-        let confirmedOnB = try cluster.notesfs(["sync", "--wait", "--allow-mass-delete", "--data", b.dataDirectory])
-        #expect(confirmedOnB.status == 0, "\(confirmedOnB.standardError)")
-        try cluster.waitFor("b deleted them after its confirmation") { SyncCluster.names(b, "Many").isEmpty }
+        let heldOnB = try cluster.notesfs(["sync", "--wait", "--data", b.dataDirectory])
+        #expect(heldOnB.status == 3, "\(heldOnB.standardError)")
+        #expect(SyncCluster.names(b, "Many").count + SyncCluster.names(b, "Many/Sub").count == keptOnB)
+
+        // b cancels them: the notes it kept are pushed back, and a gets them again.
+        let restored = try cluster.notesfs(["sync", "--wait", "--restore-held", "--data", b.dataDirectory])
+        #expect(restored.status == 0, "\(restored.standardError)")
+        #expect(restored.standardOutput.contains("Restored:"))
+        try cluster.waitFor("a has the restored notes back") {
+            SyncCluster.names(a, "Many") == SyncCluster.names(b, "Many")
+                && SyncCluster.names(a, "Many/Sub") == SyncCluster.names(b, "Many/Sub")
+        }
+        #expect(SyncCluster.names(a, "Many").count + SyncCluster.names(a, "Many/Sub").count == keptOnB)
     }
 
     @Test func aServerRestoredFromAnOlderCopyGetsEveryNewerNoteBackAndNothingIsDeleted() throws {

@@ -146,14 +146,14 @@ import Testing
         for index in 0..<20 { try a.store.createNote(in: .root, title: "n\(index)", body: Data("x\n".utf8)) }
         try await world.syncToQuiet([a, b])
         #expect(await b.engine.sync().succeeded)  // b's clean-sync yardstick sees 20 notes
-        try a.store.allowMassDelete(true)
         for index in 0..<15 { try a.store.removeFile(in: .root, name: "n\(index)") }
+        try a.store.confirmMassDelete()
         #expect(await a.engine.sync().succeeded)
         let held = await b.engine.sync()
         guard case .held = held else { Issue.record("expected a hold, got \(held)"); return }
         #expect(try b.store.status().noteCount == 20)
-        #expect(try b.store.status().sync.lastError?.contains("--allow-mass-delete") == true)
-        try b.store.allowMassDelete(true)
+        #expect(try b.store.status().massDeleteHold.description.contains("--allow-mass-delete"))
+        try b.store.confirmMassDelete()
         #expect(await b.engine.sync().succeeded)
         #expect(try b.store.status().noteCount == 5)
     }
