@@ -96,7 +96,12 @@ extension NotesStore {
     }
 
     /// Deletes a note or folder locally: a tombstone when any change of it was
-    /// frozen, otherwise the row simply goes (the server never heard of it).
+    /// frozen. Otherwise the server never heard of it: a folder's row goes (a
+    /// folder made again at its path gets the same name-based id anyway), and
+    /// a note's stays as a local tombstone that is never sent, so a save that
+    /// first deletes or moves the file away (vim, git, `cp
+    /// --remove-destination`, `tar x`) revives the same note. Local tombstones
+    /// go when the next mount session begins.
     func tombstoneOrDrop(
         _ db: Connection, _ entry: EntryRef, seq: Int64, serverVersion: Int64?, commit: inout StoreCommit
     ) throws {
@@ -114,7 +119,16 @@ extension NotesStore {
             try enqueue(db, kind: kind, id: entry.idText, op: "delete", commit: &commit)
         } else {
             try dropPending(db, kind: kind, id: entry.idText)
-            try db.run("DELETE FROM \(table) WHERE seq = ?", seq)
+            if kind == .note {
+                // Clean: nothing about it is ever sent unless it is revived.
+                try db.run(
+                    """
+                    UPDATE notes SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1, synced_rev = local_rev + 1
+                    WHERE seq = ?
+                    """, now, seq)
+            } else {
+                try db.run("DELETE FROM \(table) WHERE seq = ?", seq)
+            }
         }
     }
 

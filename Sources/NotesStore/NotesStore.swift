@@ -152,12 +152,19 @@ public final class NotesStore: @unchecked Sendable {
         }
     }
 
-    /// Starts a mount session: paths tombstoned in earlier sessions can no longer be revived.
+    /// Starts a mount session: paths tombstoned in earlier sessions can no
+    /// longer be revived, and local tombstones (notes deleted before any
+    /// change of them was sent) go.
     @discardableResult
     public func beginSession() throws(StoreError) -> Int64 {
         try write(origin: .local, checkSpace: false) { db, _ in
             try db.run("UPDATE sync_state SET session = session + 1 WHERE id = 1")
             try db.run("DELETE FROM revivable")
+            try db.run(
+                """
+                DELETE FROM notes WHERE deleted = 1 AND server_version IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = notes.id)
+                """)
             return try db.queryOne("SELECT session FROM sync_state WHERE id = 1") { $0.int64(0) } ?? 0
         }
     }

@@ -41,13 +41,27 @@ enum Seed {
         -> [String: String]
     {
         let store = try NotesStore(path: databasePath)
+        let ids = try unsyncedNotes(store, notes)
+        try settleEverything(store)
+        return ids
+    }
+
+    /// Notes made on this machine and never sent (an offline folder's notes); ids by path.
+    static func unsyncedNotes(_ databasePath: String, _ notes: [(folder: [String], title: String, body: String)])
+        throws -> [String: String]
+    {
+        try unsyncedNotes(try NotesStore(path: databasePath), notes)
+    }
+
+    private static func unsyncedNotes(_ store: NotesStore, _ notes: [(folder: [String], title: String, body: String)])
+        throws -> [String: String]
+    {
         var ids: [String: String] = [:]
         for note in notes {
             let directory = note.folder.isEmpty ? DirectoryRef.root : try store.makeFolders(path: note.folder)
             let id = try store.createNote(in: directory, title: note.title, body: Data(note.body.utf8))
             ids["/" + (note.folder + [note.title]).joined(separator: "/")] = id.description
         }
-        try settleEverything(store)
         return ids
     }
 

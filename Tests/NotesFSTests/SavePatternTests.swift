@@ -61,6 +61,9 @@ let saveCases: [SaveCase] = [
     SaveCase(name: "mv into a hidden directory and back",
              script: "mkdir .hidden && mv note.md .hidden/ && test ! -e note.md && mv .hidden/note.md .",
              expected: ["/note.md": original, "/dir/other.md": other], keepsID: "/note.md"),
+    SaveCase(name: "cp --remove-destination (unlink, create)",
+             script: "printf 'replaced\\n' > \"$OUT/src.md\" && cp --remove-destination \"$OUT/src.md\" note.md",
+             expected: ["/note.md": "replaced\n", "/dir/other.md": other], keepsID: "/note.md"),
     SaveCase(name: "backup name and back (vim's rename dance)",
              script: "mv note.md note.md~ && printf 'rewritten\\n' > note.md && rm note.md~",
              expected: ["/note.md": "rewritten\n", "/dir/other.md": other], keepsID: "/note.md"),
@@ -98,5 +101,35 @@ struct SavePatternTests {
             #expect(noteRows.allSatisfy { $0.id == seeded["/note.md"] }, "no new note queued: \(snapshot.outbox)")
             #expect(noteRows.count <= 1)
         }
+    }
+
+    /// The same saves on notes that never reached a server (an offline
+    /// folder): deleting or moving the file away first must not cost the id.
+    @Test(arguments: saveCases)
+    func eachSaveKeepsANeverSyncedNotesID(_ save: SaveCase) throws {
+        let fixture = try MountFixture(mount: false)
+        defer { fixture.remove() }
+        let seeded = try Seed.unsyncedNotes(
+            fixture.databasePath,
+            [(folder: [], title: "note.md", body: original), (folder: ["dir"], title: "other.md", body: other)])
+        let outside = fixture.directory.file("outside")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try fixture.mount()
+        try fixture.sh("export OUT='\(outside)'; set -e; " + save.script)
+        if let path = save.keepsID {
+            #expect(try fixture.noteID(String(path.dropFirst())) == seeded["/note.md"], "id through getfattr")
+        }
+        fixture.unmount()
+
+        let snapshot = try StoreSnapshot.read(fixture.databasePath)
+        #expect(snapshot.notes.mapValues { String(decoding: $0, as: UTF8.self) } == save.expected)
+        if let path = save.keepsID {
+            #expect(snapshot.ids[path] == seeded["/note.md"], "the edited note keeps its id")
+        }
+        // Nothing was ever sent: no tombstone, and at most one create per note.
+        #expect(!snapshot.outbox.contains { $0.op == "delete" }, "no tombstone: \(snapshot.outbox)")
+        let noteRows = snapshot.outbox.filter { $0.kind == "note" }
+        #expect(Set(noteRows.map(\.id)).count == noteRows.count, "one change per note: \(snapshot.outbox)")
+        #expect(noteRows.allSatisfy { Set(seeded.values).contains($0.id) }, "no new note queued: \(snapshot.outbox)")
     }
 }

@@ -162,6 +162,25 @@ import Testing
         #expect(try fixture.store.contents(of: .note(id)) == Data(utf8: "keep"))
     }
 
+    @Test func aNeverSentNoteDeletedAndMadeAgainKeepsItsIdUntilTheNextSession() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n.md", body: Data(utf8: "v1"))
+        try store.removeFile(in: .root, name: "n.md")
+        #expect(try outboxOps(fixture).isEmpty, "nothing to send for a note the server never heard of")
+        let again = try store.createFile(in: .root, name: "n.md", mode: 0o644, exclusive: true)
+        #expect(again.ref == .note(id))
+        #expect(try outboxOps(fixture) == ["note:put"])
+        // Deleted again and left: the next session forgets it for good.
+        try store.removeFile(in: .root, name: "n.md")
+        try store.beginSession()
+        let db = try Connection(path: fixture.databasePath)
+        #expect(try db.queryOne("SELECT count(*) FROM notes") { $0.int64(0) } == 0)
+        let fresh = try store.createFile(in: .root, name: "n.md", mode: 0o644, exclusive: true)
+        #expect(fresh.ref != .note(id))
+    }
+
     @Test func displayNamesAreStickyWhenATwinArrives() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }

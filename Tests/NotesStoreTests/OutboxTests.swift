@@ -40,12 +40,14 @@ import Testing
         #expect(try outbox(fixture).isEmpty)
     }
 
-    @Test func aNoteDeletedBeforeAnythingWasFrozenLeavesNoTrace() throws {
+    @Test func aNoteDeletedBeforeAnythingWasFrozenSendsNothingAndIsGoneByTheNextSession() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
         try fixture.store.createNote(in: .root, title: "temp.md", body: Data(utf8: "x"))
         try fixture.store.removeFile(in: .root, name: "temp.md")
         #expect(try outbox(fixture).isEmpty)
+        #expect(try fixture.store.freezeBatch().isEmpty)
+        try fixture.store.beginSession()
         let db = try Connection(path: fixture.databasePath)
         #expect(try db.queryOne("SELECT count(*) FROM notes") { $0.int(0) } == 0)
     }
