@@ -13,6 +13,12 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The engine does not freeze what it sends: an edit typed while the
     /// note's change is in flight counts as sent once the answer comes.
     case forgetsToFreeze
+    /// The mount drops `O_APPEND` from writes: the store writes at the offset
+    /// the kernel computed from the size it cached.
+    case appendAtKernelOffset
+    /// The mount hands the store no kernel view: writes and truncations
+    /// apply at the kernel's offsets, whatever was pulled since.
+    case ignoreKernelView
 }
 
 /// Fault kinds, counted per run.
@@ -34,6 +40,10 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case editInFlight = "edit-in-flight"
     case oversizedNote = "oversized-note"
     case twins = "same-title-twins"
+    case kernelAppend = "kernel-append"
+    case kernelLateWrite = "kernel-write-at-remembered-end"
+    case kernelRewrite = "kernel-truncate-and-rewrite"
+    case kernelReplyOvertaken = "kernel-reply-overtaken"
 
     public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -65,6 +75,10 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
     public var pullPageMax: Int
     public var indexPageMax: Int
     public var fetchBatchMax: Int
+    /// Per-step probability of a program writing through the simulated kernel (docs/simulation.md).
+    public var kernelRate: Double
+    /// The kernel sends open and release (`NOTESFS_OPEN_REQUESTS=1`) instead of skipping them.
+    public var kernelOpenRequests: Bool
 
     public init(seed: UInt64) {
         var random = SimRandom(seed: seed ^ 0xC0FF_EE00_D15E_A5E5)
@@ -99,6 +113,10 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
         pullPageMax = random.pick([1, 2, 3, 7, 200]) ?? 200
         indexPageMax = random.pick([1, 2, 5, 1_000]) ?? 1_000
         fetchBatchMax = random.pick([1, 3, 200]) ?? 200
+        // From a generator of its own, so every other choice above stays what it was.
+        var kernelRandom = SimRandom(seed: seed ^ 0x4B45_524E_454C_5F31)
+        kernelRate = kernelRandom.int(1...4) == 1 ? 0 : 0.02 + kernelRandom.unit() * 0.13
+        kernelOpenRequests = kernelRandom.int(1...3) == 1
     }
 
     public var description: String {
@@ -110,6 +128,7 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
             + "offline=\(String(format: "%.3f", offlineRate)) inflight=\(String(format: "%.2f", inFlightEditRate)) "
             + "oversize=\(String(format: "%.3f", oversizeRate)) twins=\(String(format: "%.3f", twinRate)) "
             + "clocks=\(clockOffsets) noteLimit=\(serverNoteLimit) push=\(pushBatchMax)/\(pushBytesMax) "
-            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) faults[\(faults)]"
+            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) "
+            + "kernel=\(String(format: "%.3f", kernelRate))\(kernelOpenRequests ? "+opens" : "") faults[\(faults)]"
     }
 }

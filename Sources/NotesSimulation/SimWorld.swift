@@ -59,6 +59,8 @@ public final class SimWorld: @unchecked Sendable {
     /// Every answer the server gave to each change id: "epoch|generation|id" → answers.
     var answers: [String: [ChangeResult.Outcome]] = [:]
     var violations: [String] = []
+    /// Simulated kernels in front of the devices' mounts (SimWorld+Kernel.swift).
+    var kernelState = SimKernelState()
 
     let engineConfiguration: SyncEngine.Configuration
 
@@ -161,9 +163,11 @@ public final class SimWorld: @unchecked Sendable {
                 step = current
                 time.advance(seconds: Int64(random.int(1...120)))
                 if !delayedPushes.isEmpty, random.chance(0.3) { await deliverDelayedPushes() }
+                try kernelStep()
                 try await performStep()
             }
             step = configuration.steps
+            try finishKernelWrites()
             try await quiesce()
             try await checkInvariants()
         } catch {
@@ -199,6 +203,8 @@ public final class SimWorld: @unchecked Sendable {
             trace("\(device.name) goes offline until step \(device.offlineUntilStep)")
         } else if event(configuration.twinRate) {
             try makeTwins()
+        } else if event(configuration.kernelRate) {
+            try kernelOperation(device)
         } else {
             try localOperation(device)
         }
