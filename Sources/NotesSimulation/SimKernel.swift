@@ -67,7 +67,10 @@ final class SimKernel: @unchecked Sendable {
         var handle: UInt64
         /// The view generation the mount read at the open request (with open requests).
         var handleView: UInt64
-        var ref: EntryRef?
+        /// The entries it may stand for: what the store maps its number to,
+        /// and the note its program meant (the store re-points numbers the
+        /// mount still holds, as after a rename-over or a revival).
+        var refs: Set<EntryRef>
         var plan: Plan
         var due: Int
         var name: String
@@ -138,9 +141,27 @@ final class SimKernel: @unchecked Sendable {
         }
     }
 
-    /// Delivers the notifications due by now, oldest first.
+    /// Delivers the notifications due by now, oldest first. Before that, a
+    /// background `stat` (a shell prompt, a file manager) may ask for the
+    /// attributes of an inode whose invalidation is on its way: the race in
+    /// which the kernel drops the reply.
     func deliverDueNotifications() {
         collectNotifications()
+        var racing: [UInt64] = []
+        for (_, item) in notifications {
+            guard case .inode(let number) = item, case .note? = inodes[number]?.ref, !racing.contains(number) else {
+                continue
+            }
+            racing.append(number)
+        }
+        for number in racing {
+            // Most often where a program holds the file open (its shell, its editor).
+            let held = descriptors.values.contains { $0.inode == number }
+            guard world.random.chance(held ? 0.6 : 0.2) else { continue }
+            let generation = store.kernelViewGeneration
+            guard let attributes = try? request({ try $0.getAttributes(inode: number, handle: nil) }) else { continue }
+            learn(attributes, generation: generation, validSeconds: Self.attributeSeconds, mayBeOvertaken: true)
+        }
         let due = notifications.filter { $0.due <= world.step }
         guard !due.isEmpty else { return }
         notifications.removeAll { $0.due <= world.step }
@@ -165,12 +186,13 @@ final class SimKernel: @unchecked Sendable {
         let changed = commit.changedEntries
         guard commit.origin == .local else {
             let generation = store.kernelViewGeneration
-            for ref in changed where descriptors.values.contains(where: { $0.ref == ref }) {
+            for ref in changed where descriptors.values.contains(where: { $0.refs.contains(ref) }) {
                 pulledChanges[ref, default: []].append(generation)
+                world.trace("  kernel: \(ref) changed behind open descriptors (view generation \(generation))")
             }
             return
         }
-        for (number, descriptor) in descriptors where descriptor.ref.map(changed.contains) == true {
+        for (number, descriptor) in descriptors where !descriptor.refs.isDisjoint(with: changed) {
             // An append lands at the end whatever else was written.
             if case .append = descriptor.plan { continue }
             descriptors[number]?.overtakenLocally = true
@@ -233,9 +255,9 @@ final class SimKernel: @unchecked Sendable {
             if inodes[number] == nil { inodes[number] = Inode() }
             inodes[number]?.lookups += 1
             inodes[number]?.ref = try? store.entryRef(forInode: number)
-            // Only a lookup's reply is modelled as overtaken: a later fstat or
-            // read finds the attributes invalid and asks again, so only an
-            // append (which never asks) meets the stale size.
+            // Only lookups and background stats are modelled as overtaken: a
+            // program's own fstat or read then finds the attributes invalid and
+            // asks again, so only an append (which never asks) meets the stale size.
             learn(
                 reply.attributes, generation: generation, validSeconds: Int64(reply.attributeTimeoutSeconds),
                 mayBeOvertaken: true)
@@ -244,17 +266,21 @@ final class SimKernel: @unchecked Sendable {
         return parent
     }
 
+    /// Another local program wrote the file through this same kernel since:
+    /// the kernel knows the size that program left.
+    private func takeLocalSize(_ number: UInt64) throws {
+        guard sizeChangedLocally.contains(number) else { return }
+        sizeChangedLocally.remove(number)
+        if let ref = inodes[number]?.ref, let entry = try store.entry(for: ref) {
+            inodes[number]?.size = entry.size
+        }
+    }
+
     /// Asks for the attributes when they are invalid or expired (fstat,
     /// lseek SEEK_END, read). Returns the view generation of the size now cached.
     @discardableResult
     private func refreshAttributes(_ number: UInt64, handle: UInt64) throws -> UInt64 {
-        if sizeChangedLocally.contains(number), let ref = inodes[number]?.ref,
-            let entry = try store.entry(for: ref)
-        {
-            // Another local program wrote through this kernel: it knows the size it left.
-            inodes[number]?.size = entry.size
-            sizeChangedLocally.remove(number)
-        }
+        try takeLocalSize(number)
         guard let inode = inodes[number] else { throw FileSystemError.badHandle }
         guard inode.attributesValidUntil <= now else { return inode.knowledge }
         let generation = store.kernelViewGeneration
@@ -265,9 +291,12 @@ final class SimKernel: @unchecked Sendable {
 
     // MARK: System calls
 
-    /// `open(path, flags)`; with opens skipped no request is sent.
-    func open(_ path: [String], flags: OpenFlags, plan: Plan, due: Int) throws -> Int {
+    /// `open(path, flags)`; with opens skipped no request is sent. `intended`
+    /// is the entry the program means (the store may no longer map a number
+    /// the mount still holds, as after a note was revived).
+    func open(_ path: [String], intended: EntryRef, flags: OpenFlags, plan: Plan, due: Int) throws -> Int {
         let number = try resolve(path)
+        if case .note? = inodes[number]?.ref {} else { inodes[number]?.ref = intended }
         var handle: UInt64 = 0
         let handleView = store.kernelViewGeneration
         if !opensSkipped {
@@ -278,7 +307,8 @@ final class SimKernel: @unchecked Sendable {
         let descriptor = nextDescriptor
         nextDescriptor += 1
         descriptors[descriptor] = Descriptor(
-            inode: number, flags: flags, handle: handle, handleView: handleView, ref: inodes[number]?.ref, plan: plan,
+            inode: number, flags: flags, handle: handle, handleView: handleView,
+            refs: Set([intended] + (inodes[number]?.ref.map { [$0] } ?? [])), plan: plan,
             due: due, name: path.joined(separator: "/"))
         return descriptor
     }
@@ -332,9 +362,9 @@ final class SimKernel: @unchecked Sendable {
     /// Returns the offset the kernel sent.
     @discardableResult
     func write(_ descriptor: Int, at explicitOffset: Int64, bytes: Data) throws -> Int64 {
-        guard let open = descriptors[descriptor], let inode = inodes[open.inode] else {
-            throw FileSystemError.badHandle
-        }
+        guard let open = descriptors[descriptor] else { throw FileSystemError.badHandle }
+        try takeLocalSize(open.inode)
+        guard let inode = inodes[open.inode] else { throw FileSystemError.badHandle }
         let offset = open.flags.append ? inode.size : explicitOffset
         var flags = open.flags
         if world.breakage == .appendAtKernelOffset {
@@ -398,11 +428,9 @@ final class SimKernel: @unchecked Sendable {
     /// With opens skipped the mount documents this case (another program's
     /// stat after the pull); the simulation does not make such writes.
     func isInKnownGap(_ descriptor: Int) -> Bool {
-        guard let open = descriptors[descriptor], let ref = open.ref, let inode = inodes[open.inode] else {
-            return false
-        }
+        guard let open = descriptors[descriptor], let inode = inodes[open.inode] else { return false }
         let judged = opensSkipped ? inode.mountView : min(open.handleView, inode.mountView)
-        return (pulledChanges[ref] ?? []).contains { $0 > open.knowledge && $0 <= judged }
+        return open.refs.contains { ref in (pulledChanges[ref] ?? []).contains { $0 > open.knowledge && $0 <= judged } }
     }
 
     /// What the program holding `descriptor` will do, once it knows.

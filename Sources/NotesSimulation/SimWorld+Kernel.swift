@@ -61,7 +61,7 @@ extension SimWorld {
 
     /// A program opens a note through the kernel and learns what it will
     /// write against: now, or at a later step.
-    func kernelOperation(_ device: SimDevice) throws {
+    func kernelOperation(_ device: SimDevice) async throws {
         operations += 1
         let kernel = kernel(for: device)
         kernel.deliverDueNotifications()
@@ -72,23 +72,33 @@ extension SimWorld {
         let due = step + delay
         var opened: Int?
         do {
-            switch random.weighted([2, 1.5, 1.5]) ?? 0 {
+            switch random.weighted([2, 1.5, 1.5, 1]) ?? 0 {
             case 0:
                 count(.kernelAppend)
                 let descriptor = try kernel.open(
-                    path, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append, due: due)
+                    path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append, due: due)
                 opened = descriptor
                 trace("\(device.name) kernel: open \(path.joined(separator: "/")) O_APPEND, writes at step \(due)")
             case 1:
                 count(.kernelLateWrite)
-                let descriptor = try kernel.open(path, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: due)
+                let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: due)
                 opened = descriptor
                 let end = try kernel.size(descriptor)
                 kernel.setPlan(descriptor, .writeAt(end))
                 trace("\(device.name) kernel: open \(path.joined(separator: "/")), fstat says \(end), writes there at step \(due)")
+            case 3:
+                // The race of two machines appending to one note: this one's
+                // `>>` is open when another machine's line arrives.
+                count(.kernelAppend)
+                let descriptor = try kernel.open(
+                    path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append, due: step + 1)
+                opened = descriptor
+                trace("\(device.name) kernel: open \(path.joined(separator: "/")) O_APPEND while another machine appends")
+                try await appendElsewhereAndPull(note.ref, into: device)
+                return
             default:
                 count(.kernelRewrite)
-                let descriptor = try kernel.open(path, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: due)
+                let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: due)
                 opened = descriptor
                 let seen = try kernel.readAll(descriptor)
                 kernel.setPlan(descriptor, .rewrite(seen: seen))
@@ -100,6 +110,28 @@ extension SimWorld {
             return
         }
         if delay == 0, let opened { try finishKernelWrite(device, kernel, opened) }
+    }
+
+    /// Another device holding `ref` appends a line through its kernel and
+    /// syncs, then `device` syncs: the pulled line lands under an open descriptor.
+    private func appendElsewhereAndPull(_ ref: EntryRef, into device: SimDevice) async throws {
+        let others = devices.filter { $0.index != device.index }
+        guard let other = random.pick(others) else { return }
+        let items = try tree(other.store)
+        guard let note = items.first(where: { $0.ref == ref }), let path = Self.kernelPath(of: note, in: items) else {
+            return
+        }
+        let kernel = kernel(for: other)
+        do {
+            let descriptor = try kernel.open(
+                path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append, due: step)
+            try finishKernelWrite(other, kernel, descriptor)
+        } catch {
+            kernelCallFailed(other, error)
+            return
+        }
+        try await sync(other)
+        try await sync(device)
     }
 
     /// The program writes what it planned, then closes its descriptor.
@@ -123,7 +155,7 @@ extension SimWorld {
                 let line = SimText.body(newLines(1))
                 let offset = try kernel.write(descriptor, at: 0, bytes: line)
                 wrote(line)
-                trace("\(device.name) kernel: >> \(open.name) sent at offset \(offset) {\(Self.tokenList(line))}")
+                trace("\(device.name) kernel: >> \(open.name) (inode \(open.inode)) sent at offset \(offset) {\(Self.tokenList(line))}")
             case .writeAt(let end):
                 let line = SimText.body(newLines(1))
                 try kernel.write(descriptor, at: end, bytes: line)

@@ -204,7 +204,7 @@ public final class SimWorld: @unchecked Sendable {
         } else if event(configuration.twinRate) {
             try makeTwins()
         } else if event(configuration.kernelRate) {
-            try kernelOperation(device)
+            try await kernelOperation(device)
         } else {
             try localOperation(device)
         }
