@@ -157,7 +157,7 @@ final class SimKernel: @unchecked Sendable {
         for number in racing {
             // Most often where a program holds the file open (its shell, its editor).
             let held = descriptors.values.contains { $0.inode == number }
-            guard world.random.chance(held ? 0.6 : 0.2) else { continue }
+            guard world.random.chance(held ? 0.8 : 0.2) else { continue }
             let generation = store.kernelViewGeneration
             guard let attributes = try? request({ try $0.getAttributes(inode: number, handle: nil) }) else { continue }
             learn(attributes, generation: generation, validSeconds: Self.attributeSeconds, mayBeOvertaken: true)

@@ -72,7 +72,7 @@ extension SimWorld {
         let due = step + delay
         var opened: Int?
         do {
-            switch random.weighted([2, 1.5, 1.5, 1]) ?? 0 {
+            switch random.weighted([2, 1.5, 1.5, 2.5]) ?? 0 {
             case 0:
                 count(.kernelAppend)
                 let descriptor = try kernel.open(
@@ -87,13 +87,33 @@ extension SimWorld {
                 kernel.setPlan(descriptor, .writeAt(end))
                 trace("\(device.name) kernel: open \(path.joined(separator: "/")), fstat says \(end), writes there at step \(due)")
             case 3:
-                // The race of two machines appending to one note: this one's
-                // `>>` is open when another machine's line arrives.
-                count(.kernelAppend)
-                let descriptor = try kernel.open(
-                    path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append, due: step + 1)
-                opened = descriptor
-                trace("\(device.name) kernel: open \(path.joined(separator: "/")) O_APPEND while another machine appends")
+                // The race of two machines writing one note: this one's
+                // descriptor is open when another machine's line arrives.
+                let name = path.joined(separator: "/")
+                switch random.int(0...2) {
+                case 0:
+                    count(.kernelAppend)
+                    opened = try kernel.open(
+                        path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append,
+                        due: step + 1)
+                    trace("\(device.name) kernel: open \(name) O_APPEND while another machine appends")
+                case 1:
+                    count(.kernelLateWrite)
+                    let descriptor = try kernel.open(
+                        path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: step + 1)
+                    opened = descriptor
+                    let end = try kernel.size(descriptor)
+                    kernel.setPlan(descriptor, .writeAt(end))
+                    trace("\(device.name) kernel: open \(name), fstat says \(end), while another machine appends")
+                default:
+                    count(.kernelRewrite)
+                    let descriptor = try kernel.open(
+                        path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: step + 1)
+                    opened = descriptor
+                    let seen = try kernel.readAll(descriptor)
+                    kernel.setPlan(descriptor, .rewrite(seen: seen))
+                    trace("\(device.name) kernel: read \(name) {\(Self.tokenList(seen))} while another machine appends")
+                }
                 try await appendElsewhereAndPull(note.ref, into: device)
                 return
             default:
