@@ -186,7 +186,9 @@ final class SimKernel: @unchecked Sendable {
         let changed = commit.changedEntries
         guard commit.origin == .local else {
             let generation = store.kernelViewGeneration
-            for ref in changed where descriptors.values.contains(where: { $0.refs.contains(ref) }) {
+            // Sorted: a set's order differs between processes, and a replayed trace must not.
+            let held = changed.filter { ref in descriptors.values.contains { $0.refs.contains(ref) } }
+            for ref in held.sorted(by: { $0.description < $1.description }) {
                 pulledChanges[ref, default: []].append(generation)
                 world.trace("  kernel: \(ref) changed behind open descriptors (view generation \(generation))")
             }
