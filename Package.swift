@@ -65,11 +65,14 @@ let package = Package(
             dependencies: ["NotesModel", "SyncProtocol", "SyncServer"]
         ),
 
-        // The seeded chaos simulation: real stores, engines and server; simulated
-        // network, clocks, randomness and scheduling (docs/simulation.md).
+        // The seeded chaos simulation: real stores, engines, server and mount
+        // request handling; simulated network, kernel, clocks, randomness and
+        // scheduling (docs/simulation.md). It links libfuse but never mounts.
         .target(
             name: "NotesSimulation",
-            dependencies: ["NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer"]
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesFS", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer",
+            ]
         ),
         .executableTarget(
             name: "notesfs-simulate",

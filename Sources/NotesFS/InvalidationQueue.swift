@@ -84,6 +84,17 @@ public final class InvalidationQueue: Sendable {
         if added { wakeup.signal() }
     }
 
+    /// Takes every waiting invalidation without sending it: for an owner that
+    /// never started the thread and delivers them itself (`UnmountedFileSystem`).
+    func takePending() -> [Invalidation] {
+        state.withLock { state in
+            let batch = state.pending
+            state.pending.removeAll(keepingCapacity: true)
+            state.pendingSet.removeAll(keepingCapacity: true)
+            return batch
+        }
+    }
+
     /// Blocks until every queued invalidation was sent (for tests and orderly shutdown).
     public func waitUntilIdle(timeoutSeconds: Double = 5) {
         let deadline = Date().addingTimeInterval(timeoutSeconds)

@@ -244,8 +244,12 @@ public final class NotesFileSystem: FileSystemOperations {
         let ref = try resolve(inode)
         // Each change is its own small transaction; the common cases
         // (truncate, chmod, touch) change one thing.
+        // As for a write: stale when a change landed after the handle was
+        // opened (ftruncate sends its handle) or after the kernel last
+        // learned the size, whichever came first.
+        let views = [handle.flatMap { handles.view(of: $0) }, inodes.view(of: inode)].compactMap { $0 }
         if let size = changes.size,
-            try store.truncate(ref, to: Int64(clamping: size), view: inodes.view(of: inode))
+            try store.truncate(ref, to: Int64(clamping: size), view: views.min())
         {
             // Merged with text the truncating program had not seen: what the
             // kernel holds of the file is not what is stored.

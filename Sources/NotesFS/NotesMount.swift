@@ -43,7 +43,13 @@ public final class NotesMount: Sendable {
         let mounter = try Mounter(mountpoint: mountpoint, operations: fileSystem, log: log, options: options)
         mounterBox.set(mounter)
         self.mounter = mounter
-        observerID = store.addObserver { [fileSystem, invalidations] commit in
+        observerID = Self.observe(store, fileSystem: fileSystem, invalidations: invalidations)
+    }
+
+    /// Queues, after each commit, the invalidations of what the kernel may
+    /// hold of it (shared with `UnmountedFileSystem`). Returns the observer id.
+    static func observe(_ store: NotesStore, fileSystem: NotesFileSystem, invalidations: InvalidationQueue) -> Int {
+        store.addObserver { [fileSystem, invalidations] commit in
             // Before the kernel can hear of the change: whatever it asks next
             // is read from the store again.
             if FolderAttributeCache.affects(commit) { fileSystem.folderAttributes.invalidateAll() }

@@ -22,6 +22,12 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The mass-delete guard forgets the deletions it let through, so a
     /// batched `rm -rf` is judged push by push (as it once was).
     case guardCountsPerPush
+    /// The mount drops `O_APPEND` from writes: the store writes at the offset
+    /// the kernel computed from the size it cached.
+    case appendAtKernelOffset
+    /// The mount hands the store no kernel view: writes and truncations
+    /// apply at the kernel's offsets, whatever was pulled since.
+    case ignoreKernelView
 }
 
 /// Fault kinds, counted per run.
@@ -53,6 +59,10 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case notFound = "http-404"
     case badGateway = "http-502"
     case cutReply = "cut-reply"
+    case kernelAppend = "kernel-append"
+    case kernelLateWrite = "kernel-write-at-remembered-end"
+    case kernelRewrite = "kernel-truncate-and-rewrite"
+    case kernelReplyOvertaken = "kernel-reply-overtaken"
 
     public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -84,6 +94,10 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
     public var pullPageMax: Int
     public var indexPageMax: Int
     public var fetchBatchMax: Int
+    /// Per-step probability of a program writing through the simulated kernel (docs/simulation.md).
+    public var kernelRate: Double
+    /// The kernel sends open and release (`NOTESFS_OPEN_REQUESTS=1`) instead of skipping them.
+    public var kernelOpenRequests: Bool
 
     public init(seed: UInt64) {
         var random = SimRandom(seed: seed ^ 0xC0FF_EE00_D15E_A5E5)
@@ -120,6 +134,10 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
         pullPageMax = random.pick([1, 2, 3, 7, 200]) ?? 200
         indexPageMax = random.pick([1, 2, 5, 1_000]) ?? 1_000
         fetchBatchMax = random.pick([1, 3, 200]) ?? 200
+        // From a generator of its own, so every other choice above stays what it was.
+        var kernelRandom = SimRandom(seed: seed ^ 0x4B45_524E_454C_5F31)
+        kernelRate = kernelRandom.int(1...4) == 1 ? 0 : 0.02 + kernelRandom.unit() * 0.13
+        kernelOpenRequests = kernelRandom.int(1...3) == 1
     }
 
     public var description: String {
@@ -131,6 +149,7 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
             + "offline=\(String(format: "%.3f", offlineRate)) inflight=\(String(format: "%.2f", inFlightEditRate)) "
             + "oversize=\(String(format: "%.3f", oversizeRate)) twins=\(String(format: "%.3f", twinRate)) "
             + "clocks=\(clockOffsets) noteLimit=\(serverNoteLimit) push=\(pushBatchMax)/\(pushBytesMax) "
-            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) faults[\(faults)]"
+            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) "
+            + "kernel=\(String(format: "%.3f", kernelRate))\(kernelOpenRequests ? "+opens" : "") faults[\(faults)]"
     }
 }

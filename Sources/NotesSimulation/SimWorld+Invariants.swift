@@ -182,6 +182,7 @@ extension SimWorld {
         if !lost.isEmpty {
             violation("lost text: \(lost.count) lines nobody removed are gone, e.g. tokens \(lost.sorted().prefix(10))")
         }
+        try checkTextOnEveryDevice()
         for (key, outcomes) in answers {
             let versions = Set(outcomes.compactMap { outcome -> Int64? in
                 if case .applied(let version) = outcome { return version }

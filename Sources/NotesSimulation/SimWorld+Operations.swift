@@ -52,6 +52,7 @@ extension SimWorld {
     /// A crash between two transactions of a multi-step save.
     func maybeCrashMidSave(_ device: SimDevice) throws {
         guard faultsEnabled, random.chance(configuration.crashRate) else { return }
+        kernelState.crashCut.formUnion(kernelState.savingTokens)
         count(.crashMidSave)
         trace("\(device.name) crashes in the middle of a save")
         throw SimCrash()
@@ -184,6 +185,8 @@ extension SimWorld {
     /// Saves `new` over a note that holds `old`, with one of the patterns editors use.
     func save(_ device: SimDevice, _ note: SimItem, old: Data, new: Data, appendOnly: Bool) throws {
         let store = device.store
+        kernelState.savingTokens = SimText.tokens(old).union(SimText.tokens(new))
+        defer { kernelState.savingTokens = [] }
         let patterns: [Double] =
             [1, configuration.savePatternRate, configuration.savePatternRate, configuration.savePatternRate,
              configuration.savePatternRate * 0.5, appendOnly && new.count >= old.count ? 1 : 0]

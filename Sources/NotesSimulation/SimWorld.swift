@@ -64,6 +64,8 @@ public final class SimWorld: @unchecked Sendable {
     var violations: [String] = []
     /// Mass deletes made before quiet (SimWorld+MassDelete.swift).
     var massDeletes: [SimMassDelete] = []
+    /// Simulated kernels in front of the devices' mounts (SimWorld+Kernel.swift).
+    var kernelState = SimKernelState()
 
     let engineConfiguration: SyncEngine.Configuration
 
@@ -166,9 +168,11 @@ public final class SimWorld: @unchecked Sendable {
                 step = current
                 time.advance(seconds: Int64(random.int(1...120)))
                 if !delayedPushes.isEmpty, random.chance(0.3) { await deliverDelayedPushes() }
+                try kernelStep()
                 try await performStep()
             }
             step = configuration.steps
+            try finishKernelWrites()
             try await quiesce()
             try await checkInvariants()
         } catch {
@@ -206,6 +210,8 @@ public final class SimWorld: @unchecked Sendable {
             try makeTwins()
         } else if event(operatorRate) {
             try await performOperatorAction()
+        } else if event(configuration.kernelRate) {
+            try await kernelOperation(device)
         } else {
             try localOperation(device)
         }

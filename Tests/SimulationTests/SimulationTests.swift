@@ -102,6 +102,16 @@ import Testing
         #expect(caught.violations.contains { $0.contains("walked past the guard") })
     }
 
+    @Test func aMountThatDropsOAppendIsCaughtAsLostText() async throws {
+        let caught = try #require(await Self.firstCatch(.appendAtKernelOffset, within: 1...40))
+        #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
+    }
+
+    @Test func aMountThatIgnoresKernelViewsIsCaughtAsLostText() async throws {
+        let caught = try #require(await Self.firstCatch(.ignoreKernelView, within: 1...40))
+        #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
+    }
+
     @Test func aServerWithoutIdempotencyIsCaught() async throws {
         let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
         #expect(caught.violations.contains { $0.contains("answered differently on a retry") })

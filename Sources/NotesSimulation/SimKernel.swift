@@ -1,0 +1,447 @@
+import Foundation
+import NotesFS
+import NotesModel
+import NotesStore
+
+/// The Linux FUSE client of one device, as far as it decides where a write
+/// lands, in front of that device's real `NotesFileSystem` (no FUSE session).
+///
+/// What it keeps, per inode: the size (`i_size`) learned from lookup,
+/// getattr and setattr replies and grown by its own writes
+/// (`max(size, offset + count)`); whether those attributes are valid (10 s
+/// from a reply, dropped by an `inval_inode` notification and by the
+/// kernel's own write); the file's pages (dropped by an invalidation, or by
+/// a reply that shows a new size or mtime: `auto_inval_data`). Per name: the
+/// dentry, valid 10 s, dropped by an `inval_entry`. The mount's
+/// notifications reach it at a random later step, so stale windows exist.
+///
+/// What it does, as Linux does: an `O_APPEND` write takes its offset from the
+/// cached size without asking (`generic_write_checks`); `fstat` and reads
+/// ask only when the attributes are invalid or expired; a reply that an
+/// invalidation overtook is discarded (the `attr_version` check), though the
+/// mount has already counted it as learned. With the mount's default no open
+/// or release is sent (handle 0); the descriptor's flags travel with each write.
+///
+/// `@unchecked Sendable`: the world drives it from its one task; its store
+/// observer runs on commits made by that task or by the device's engine
+/// while the task waits for it, never concurrently with the kernel's own calls.
+final class SimKernel: @unchecked Sendable {
+    /// The mount's attribute timeout (its replies to getattr and setattr carry it).
+    static let attributeSeconds: Int64 = 10
+
+    struct Inode {
+        /// What the store said the number stands for when it was looked up (bookkeeping only).
+        var ref: EntryRef?
+        var size: Int64 = 0
+        var modified: Int64 = 0
+        /// Simulated nanoseconds until which the attributes are valid; 0 = invalid.
+        var attributesValidUntil: Int64 = 0
+        /// The whole file as the kernel cached it, nil when nothing is cached.
+        var pages: Data?
+        var lookups: UInt64 = 0
+        /// The view generation of the reply the kernel last took (what its size is as of).
+        var knowledge: UInt64 = 0
+        /// The mount's view of this inode: the newest reply it sent, taken or not.
+        var mountView: UInt64 = 0
+    }
+
+    struct EntryKey: Hashable {
+        var parent: UInt64
+        var name: String
+    }
+
+    /// What a program holding a descriptor means to do with it at its `due` step.
+    enum Plan {
+        /// `>>`: one line, wherever the kernel puts an `O_APPEND` write.
+        case append
+        /// A write of one line at the end its program learned with `fstat`.
+        case writeAt(Int64)
+        /// Truncate, then write back `seen` (what it read) edited.
+        case rewrite(seen: Data)
+    }
+
+    struct Descriptor {
+        var inode: UInt64
+        var flags: OpenFlags
+        /// 0 when opens are skipped.
+        var handle: UInt64
+        /// The view generation the mount read at the open request (with open requests).
+        var handleView: UInt64
+        /// The entries it may stand for: what the store maps its number to,
+        /// and the note its program meant (the store re-points numbers the
+        /// mount still holds, as after a rename-over or a revival).
+        var refs: Set<EntryRef>
+        var plan: Plan
+        var due: Int
+        var name: String
+        /// The view generation of what its program learned (the size it was
+        /// told, the text it read): its offsets and text are as of then.
+        var knowledge: UInt64 = 0
+        /// Another program on this machine changed the note since: an ordinary
+        /// race between two local programs, which no promise covers.
+        var overtakenLocally = false
+    }
+
+    unowned let world: SimWorld
+    let deviceIndex: Int
+    let store: NotesStore
+    let mount: UnmountedFileSystem
+    let opensSkipped: Bool
+    private(set) var inodes: [UInt64: Inode] = [1: Inode(ref: .root)]
+    private var entries: [EntryKey: (inode: UInt64, validUntil: Int64)] = [:]
+    private(set) var descriptors: [Int: Descriptor] = [:]
+    private var nextDescriptor = 1
+    /// Notifications the mount queued, each with the step it reaches the kernel.
+    private var notifications: [(due: Int, item: Invalidation)] = []
+    /// Inodes whose size another local program changed (read from the store before next use).
+    private var sizeChangedLocally = Set<UInt64>()
+    /// The view generation after each pulled change, per entry (for `isInKnownGap`).
+    private var pulledChanges: [EntryRef: [UInt64]] = [:]
+    private var inRequest = false
+    private var observerID = 0
+
+    init(world: SimWorld, device: SimDevice, opensSkipped: Bool) {
+        self.world = world
+        deviceIndex = device.index
+        store = device.store
+        self.opensSkipped = opensSkipped
+        mount = UnmountedFileSystem(store: device.store, skipsOpens: opensSkipped)
+        observerID = store.addObserver { [unowned self] commit in
+            guard !self.inRequest else { return }
+            self.changedBehindTheKernel(commit)
+        }
+    }
+
+    func close() {
+        store.removeObserver(observerID)
+        mount.close()
+    }
+
+    private var now: Int64 { world.time.now }
+
+    // MARK: Requests and notifications
+
+    /// One request to the mount, marked as the kernel's own; afterwards the
+    /// notifications it queued are picked up.
+    private func request<T>(
+        changingNamesIn directories: [UInt64] = [], _ body: (any FileSystemOperations) throws -> T
+    ) throws -> T {
+        inRequest = true
+        defer {
+            inRequest = false
+            collectNotifications()
+        }
+        return try mount.request(changingNamesIn: directories, body)
+    }
+
+    /// Takes what the mount queued; each reaches the kernel 0–2 steps later.
+    func collectNotifications() {
+        for item in mount.takeInvalidations() {
+            notifications.append((world.step + world.random.int(0...2), item))
+        }
+    }
+
+    /// Delivers the notifications due by now, oldest first. Before that, a
+    /// background `stat` (a shell prompt, a file manager) may ask for the
+    /// attributes of an inode whose invalidation is on its way: the race in
+    /// which the kernel drops the reply.
+    func deliverDueNotifications() {
+        collectNotifications()
+        var racing: [UInt64] = []
+        for (_, item) in notifications {
+            guard case .inode(let number) = item, case .note? = inodes[number]?.ref, !racing.contains(number) else {
+                continue
+            }
+            racing.append(number)
+        }
+        for number in racing {
+            // Most often where a program holds the file open (its shell, its editor).
+            let held = descriptors.values.contains { $0.inode == number }
+            guard world.random.chance(held ? 0.8 : 0.2) else { continue }
+            let generation = store.kernelViewGeneration
+            guard let attributes = try? request({ try $0.getAttributes(inode: number, handle: nil) }) else { continue }
+            learn(attributes, generation: generation, validSeconds: Self.attributeSeconds, mayBeOvertaken: true)
+        }
+        let due = notifications.filter { $0.due <= world.step }
+        guard !due.isEmpty else { return }
+        notifications.removeAll { $0.due <= world.step }
+        for (_, item) in due { deliver(item) }
+    }
+
+    private func deliver(_ item: Invalidation) {
+        switch item {
+        case .inode(let inode):
+            // fuse_reverse_inval_inode: attributes invalid, pages dropped.
+            inodes[inode]?.attributesValidUntil = 0
+            inodes[inode]?.pages = nil
+        case .entry(let parent, let name):
+            entries[EntryKey(parent: parent, name: name)] = nil
+        }
+    }
+
+    /// A commit the kernel did not make. Another local program's writes go
+    /// through this same kernel (its sizes and names stay right), so only
+    /// pulled changes leave the kernel stale; descriptors learn which kind touched their note.
+    private func changedBehindTheKernel(_ commit: StoreCommit) {
+        let changed = commit.changedEntries
+        guard commit.origin == .local else {
+            let generation = store.kernelViewGeneration
+            // Sorted: a set's order differs between processes, and a replayed trace must not.
+            let held = changed.filter { ref in descriptors.values.contains { $0.refs.contains(ref) } }
+            for ref in held.sorted(by: { $0.description < $1.description }) {
+                pulledChanges[ref, default: []].append(generation)
+                world.trace("  kernel: \(ref) changed behind open descriptors (view generation \(generation))")
+            }
+            return
+        }
+        for (number, descriptor) in descriptors where !descriptor.refs.isDisjoint(with: changed) {
+            // An append lands at the end whatever else was written.
+            if case .append = descriptor.plan { continue }
+            descriptors[number]?.overtakenLocally = true
+        }
+        for (number, inode) in inodes where inode.ref.map(changed.contains) == true {
+            inodes[number]?.attributesValidUntil = 0
+            inodes[number]?.pages = nil
+            sizeChangedLocally.insert(number)
+        }
+        if !commit.addedNames.isEmpty || !commit.removedNames.isEmpty { entries.removeAll() }
+    }
+
+    // MARK: What the kernel learns
+
+    /// A reply carrying `attributes` for `inode`, built after the mount read
+    /// `generation`. The mount has already recorded it as learned; the kernel
+    /// may still discard it when an invalidation of the inode overtakes it
+    /// (the `attr_version` check).
+    private func learn(
+        _ attributes: FileAttributes, generation: UInt64, validSeconds: Int64, mayBeOvertaken: Bool = false
+    ) {
+        let number = attributes.inode
+        var seen = inodes[number] ?? Inode()
+        seen.mountView = max(seen.mountView, generation)
+        inodes[number] = seen
+        if mayBeOvertaken, let racing = notifications.firstIndex(where: { $0.item == .inode(number) }),
+            world.random.chance(0.5)
+        {
+            world.count(.kernelReplyOvertaken)
+            world.trace("  kernel: inval_inode \(number) overtakes the reply; size stays \(inodes[number]?.size ?? -1)")
+            let item = notifications.remove(at: racing).item
+            deliver(item)
+            return
+        }
+        var inode = inodes[number] ?? Inode()
+        let size = Int64(attributes.size)
+        if inode.size != size || inode.modified != attributes.modificationTimeNanoseconds { inode.pages = nil }
+        inode.size = size
+        inode.modified = attributes.modificationTimeNanoseconds
+        inode.attributesValidUntil = now + validSeconds * 1_000_000_000
+        inode.knowledge = max(inode.knowledge, generation)
+        inodes[number] = inode
+        sizeChangedLocally.remove(number)
+    }
+
+    /// Walks `path` from the root, asking the mount only for names whose dentry is missing or expired.
+    func resolve(_ path: [String]) throws -> UInt64 {
+        var parent: UInt64 = 1
+        for name in path {
+            let key = EntryKey(parent: parent, name: name)
+            if let cached = entries[key], cached.validUntil > now, inodes[cached.inode] != nil {
+                parent = cached.inode
+                continue
+            }
+            let generation = store.kernelViewGeneration
+            let reply = try request { try $0.lookup(parent: parent, name: name) }
+            let number = reply.attributes.inode
+            guard number != 0 else { throw FileSystemError.notFound }
+            entries[key] = (number, now + Int64(reply.entryTimeoutSeconds * 1e9))
+            if inodes[number] == nil { inodes[number] = Inode() }
+            inodes[number]?.lookups += 1
+            inodes[number]?.ref = try? store.entryRef(forInode: number)
+            // Only lookups and background stats are modelled as overtaken: a
+            // program's own fstat or read then finds the attributes invalid and
+            // asks again, so only an append (which never asks) meets the stale size.
+            learn(
+                reply.attributes, generation: generation, validSeconds: Int64(reply.attributeTimeoutSeconds),
+                mayBeOvertaken: true)
+            parent = number
+        }
+        return parent
+    }
+
+    /// Another local program wrote the file through this same kernel since:
+    /// the kernel knows the size that program left.
+    private func takeLocalSize(_ number: UInt64) throws {
+        guard sizeChangedLocally.contains(number) else { return }
+        sizeChangedLocally.remove(number)
+        if let ref = inodes[number]?.ref, let entry = try store.entry(for: ref) {
+            inodes[number]?.size = entry.size
+        }
+    }
+
+    /// Asks for the attributes when they are invalid or expired (fstat,
+    /// lseek SEEK_END, read). Returns the view generation of the size now cached.
+    @discardableResult
+    private func refreshAttributes(_ number: UInt64, handle: UInt64) throws -> UInt64 {
+        try takeLocalSize(number)
+        guard let inode = inodes[number] else { throw FileSystemError.badHandle }
+        guard inode.attributesValidUntil <= now else { return inode.knowledge }
+        let generation = store.kernelViewGeneration
+        let attributes = try request { try $0.getAttributes(inode: number, handle: handle == 0 ? nil : handle) }
+        learn(attributes, generation: generation, validSeconds: Self.attributeSeconds)
+        return generation
+    }
+
+    // MARK: System calls
+
+    /// `open(path, flags)`; with opens skipped no request is sent. `intended`
+    /// is the entry the program means (the store may no longer map a number
+    /// the mount still holds, as after a note was revived).
+    func open(_ path: [String], intended: EntryRef, flags: OpenFlags, plan: Plan, due: Int) throws -> Int {
+        let number = try resolve(path)
+        if case .note? = inodes[number]?.ref {} else { inodes[number]?.ref = intended }
+        var handle: UInt64 = 0
+        let handleView = store.kernelViewGeneration
+        if !opensSkipped {
+            let reply = try request { try $0.open(inode: number, flags: flags) }
+            handle = reply.handle
+            if !reply.keepCache { inodes[number]?.pages = nil }
+        }
+        let descriptor = nextDescriptor
+        nextDescriptor += 1
+        descriptors[descriptor] = Descriptor(
+            inode: number, flags: flags, handle: handle, handleView: handleView,
+            refs: Set([intended] + (inodes[number]?.ref.map { [$0] } ?? [])), plan: plan,
+            due: due, name: path.joined(separator: "/"))
+        return descriptor
+    }
+
+    func close(_ descriptor: Int) {
+        guard let open = descriptors.removeValue(forKey: descriptor) else { return }
+        guard open.handle != 0 else { return }
+        _ = try? request { operations in
+            try operations.flush(inode: open.inode, handle: open.handle)
+            operations.release(inode: open.inode, handle: open.handle)
+        }
+    }
+
+    /// `fstat`: the size the program is told.
+    func size(_ descriptor: Int) throws -> Int64 {
+        guard let open = descriptors[descriptor] else { throw FileSystemError.badHandle }
+        descriptors[descriptor]?.knowledge = try refreshAttributes(open.inode, handle: open.handle)
+        return inodes[open.inode]?.size ?? 0
+    }
+
+    /// `read` to the end of the file: at most the cached size, from the pages when cached.
+    func readAll(_ descriptor: Int) throws -> Data {
+        guard let open = descriptors[descriptor] else { throw FileSystemError.badHandle }
+        descriptors[descriptor]?.knowledge = try refreshAttributes(open.inode, handle: open.handle)
+        guard let inode = inodes[open.inode] else { throw FileSystemError.badHandle }
+        var content = inode.pages ?? Data()
+        if content.count > inode.size { content = content.prefix(Int(inode.size)) }
+        if content.count < inode.size {
+            let missing = Int(inode.size) - content.count
+            let read = try request {
+                try $0.read(inode: open.inode, handle: open.handle, offset: Int64(content.count), count: missing)
+            }
+            content.append(read)
+            // A short read: the kernel takes it as the end of the file.
+            if read.count < missing { inodes[open.inode]?.size = Int64(content.count) }
+        }
+        inodes[open.inode]?.pages = content
+        return content
+    }
+
+    /// Another program wrote through `descriptor`: programs holding other
+    /// descriptors on the same file at remembered offsets lost an ordinary local race.
+    private func overtakeOthers(than descriptor: Int, inode: UInt64) {
+        for (number, other) in descriptors where number != descriptor && other.inode == inode {
+            if case .append = other.plan { continue }
+            descriptors[number]?.overtakenLocally = true
+        }
+    }
+
+    /// `write`/`pwrite`: an `O_APPEND` descriptor writes at the cached size.
+    /// Returns the offset the kernel sent.
+    @discardableResult
+    func write(_ descriptor: Int, at explicitOffset: Int64, bytes: Data) throws -> Int64 {
+        guard let open = descriptors[descriptor] else { throw FileSystemError.badHandle }
+        try takeLocalSize(open.inode)
+        guard let inode = inodes[open.inode] else { throw FileSystemError.badHandle }
+        let offset = open.flags.append ? inode.size : explicitOffset
+        var flags = open.flags
+        if world.breakage == .appendAtKernelOffset {
+            flags = OpenFlags(rawValue: flags.rawValue & ~O_APPEND)
+        }
+        if world.breakage == .ignoreKernelView, let ref = inode.ref {
+            _ = try request { _ in try store.write(ref, offset: offset, bytes: bytes, append: flags.append, view: nil) }
+        } else {
+            _ = try request { operations in
+                try bytes.withUnsafeBytes { buffer in
+                    try operations.write(
+                        inode: open.inode, handle: open.handle, offset: offset, bytes: buffer, flags: flags)
+                }
+            }
+        }
+        overtakeOthers(than: descriptor, inode: open.inode)
+        // fuse_write_update_attr: the size grows to the write's end, the attributes go stale.
+        let end = offset + Int64(bytes.count)
+        inodes[open.inode]?.size = max(inode.size, end)
+        inodes[open.inode]?.attributesValidUntil = 0
+        if var pages = inodes[open.inode]?.pages {
+            if offset <= pages.count {
+                let start = pages.startIndex + Int(offset)
+                pages.replaceSubrange(start..<min(pages.endIndex, start + bytes.count), with: bytes)
+                inodes[open.inode]?.pages = pages
+            } else {
+                inodes[open.inode]?.pages = nil
+            }
+        }
+        return offset
+    }
+
+    /// `ftruncate`: a setattr whose reply the kernel takes as it is.
+    func truncate(_ descriptor: Int, to size: Int64) throws {
+        guard let open = descriptors[descriptor], let inode = inodes[open.inode] else {
+            throw FileSystemError.badHandle
+        }
+        if world.breakage == .ignoreKernelView, let ref = inode.ref {
+            _ = try request { _ in try store.truncate(ref, to: size, view: nil) }
+            inodes[open.inode]?.size = size
+            inodes[open.inode]?.attributesValidUntil = 0
+        } else {
+            let generation = store.kernelViewGeneration
+            let attributes = try request {
+                try $0.setAttributes(
+                    inode: open.inode, changes: AttributeChanges(size: UInt64(size)),
+                    handle: open.handle == 0 ? nil : open.handle)
+            }
+            learn(attributes, generation: generation, validSeconds: Self.attributeSeconds)
+            inodes[open.inode]?.size = size
+        }
+        overtakeOthers(than: descriptor, inode: open.inode)
+        if let pages = inodes[open.inode]?.pages, pages.count > size {
+            inodes[open.inode]?.pages = pages.prefix(Int(size))
+        }
+    }
+
+    /// True when the mount will judge a write through `descriptor` by a view
+    /// newer than what its program learned, with a pulled change of its note
+    /// in between: the write then applies at the program's offsets as it is.
+    /// With opens skipped the mount documents this case (another program's
+    /// stat after the pull); the simulation does not make such writes.
+    func isInKnownGap(_ descriptor: Int) -> Bool {
+        guard let open = descriptors[descriptor], let inode = inodes[open.inode] else { return false }
+        let judged = opensSkipped ? inode.mountView : min(open.handleView, inode.mountView)
+        return open.refs.contains { ref in (pulledChanges[ref] ?? []).contains { $0 > open.knowledge && $0 <= judged } }
+    }
+
+    /// What the program holding `descriptor` will do, once it knows.
+    func setPlan(_ descriptor: Int, _ plan: Plan) {
+        descriptors[descriptor]?.plan = plan
+    }
+
+    /// Descriptors whose program acts at `step` or earlier, oldest first.
+    func dueDescriptors(by step: Int) -> [Int] {
+        descriptors.filter { $0.value.due <= step }.keys.sorted()
+    }
+}

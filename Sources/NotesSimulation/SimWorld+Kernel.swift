@@ -1,0 +1,270 @@
+import Foundation
+import NotesFS
+import NotesModel
+import NotesStore
+import SQLiteKit
+
+/// The world's kernel bookkeeping (a stored property of `SimWorld`).
+struct SimKernelState {
+    /// The kernel in front of each device's mount, made at the device's first kernel operation.
+    var kernels: [Int: SimKernel] = [:]
+    /// Tokens of saves a crash cut short: the local history may hold their only copy, by design.
+    var crashCut = Set<Int>()
+    /// Tokens of the save under way (added to `crashCut` when a crash cuts it).
+    var savingTokens = Set<Int>()
+}
+
+// Programs writing through a simulated kernel (SimKernel) in front of each
+// device's real NotesFileSystem: `>>`, a write at the end a program learned
+// earlier, and a truncate-and-rewrite of text read earlier. Their
+// descriptors stay open across steps, so pulls land between what a program
+// learned and what it writes.
+extension SimWorld {
+    /// The kernel in front of `device`'s mount; a new one after the device
+    /// crashed (the mount died with the process, every descriptor with it).
+    func kernel(for device: SimDevice) -> SimKernel {
+        if let kernel = kernelState.kernels[device.index], kernel.store === device.store { return kernel }
+        kernelState.kernels[device.index]?.close()
+        let kernel = SimKernel(world: self, device: device, opensSkipped: !configuration.kernelOpenRequests)
+        kernelState.kernels[device.index] = kernel
+        return kernel
+    }
+
+    /// At the start of each step: notifications reach the kernels, and
+    /// programs whose time has come write.
+    func kernelStep() throws {
+        for device in devices {
+            guard let kernel = kernelState.kernels[device.index] else { continue }
+            guard kernel.store === device.store else {
+                kernel.close()
+                kernelState.kernels[device.index] = nil
+                trace("\(device.name) kernel: the mount died with the process; its descriptors are gone")
+                continue
+            }
+            kernel.deliverDueNotifications()
+            for descriptor in kernel.dueDescriptors(by: step) {
+                try finishKernelWrite(device, kernel, descriptor)
+            }
+        }
+    }
+
+    /// Before quiet: every program still holding a descriptor writes now.
+    func finishKernelWrites() throws {
+        for device in devices {
+            guard let kernel = kernelState.kernels[device.index], kernel.store === device.store else { continue }
+            kernel.deliverDueNotifications()
+            for descriptor in kernel.dueDescriptors(by: Int.max) {
+                try finishKernelWrite(device, kernel, descriptor)
+            }
+        }
+    }
+
+    /// A program opens a note through the kernel and learns what it will
+    /// write against: now, or at a later step.
+    func kernelOperation(_ device: SimDevice) async throws {
+        operations += 1
+        let kernel = kernel(for: device)
+        kernel.deliverDueNotifications()
+        let items = try tree(device.store)
+        let notes = items.filter { if case .note = $0.ref { return true } else { return false } }
+        guard let note = random.pick(notes), let path = Self.kernelPath(of: note, in: items) else { return }
+        let delay = random.chance(0.3) ? 0 : random.int(1...6)
+        let due = step + delay
+        var opened: Int?
+        do {
+            switch random.weighted([2, 1.5, 1.5, 2.5]) ?? 0 {
+            case 0:
+                count(.kernelAppend)
+                let descriptor = try kernel.open(
+                    path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append, due: due)
+                opened = descriptor
+                trace("\(device.name) kernel: open \(path.joined(separator: "/")) O_APPEND, writes at step \(due)")
+            case 1:
+                count(.kernelLateWrite)
+                let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: due)
+                opened = descriptor
+                let end = try kernel.size(descriptor)
+                kernel.setPlan(descriptor, .writeAt(end))
+                trace("\(device.name) kernel: open \(path.joined(separator: "/")), fstat says \(end), writes there at step \(due)")
+            case 3:
+                // The race of two machines writing one note: this one's
+                // descriptor is open when another machine's line arrives.
+                let name = path.joined(separator: "/")
+                switch random.int(0...2) {
+                case 0:
+                    count(.kernelAppend)
+                    opened = try kernel.open(
+                        path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append,
+                        due: step + 1)
+                    trace("\(device.name) kernel: open \(name) O_APPEND while another machine appends")
+                case 1:
+                    count(.kernelLateWrite)
+                    let descriptor = try kernel.open(
+                        path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: step + 1)
+                    opened = descriptor
+                    let end = try kernel.size(descriptor)
+                    kernel.setPlan(descriptor, .writeAt(end))
+                    trace("\(device.name) kernel: open \(name), fstat says \(end), while another machine appends")
+                default:
+                    count(.kernelRewrite)
+                    let descriptor = try kernel.open(
+                        path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: step + 1)
+                    opened = descriptor
+                    let seen = try kernel.readAll(descriptor)
+                    kernel.setPlan(descriptor, .rewrite(seen: seen))
+                    trace("\(device.name) kernel: read \(name) {\(Self.tokenList(seen))} while another machine appends")
+                }
+                try await appendElsewhereAndPull(note.ref, into: device)
+                return
+            default:
+                count(.kernelRewrite)
+                let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: due)
+                opened = descriptor
+                let seen = try kernel.readAll(descriptor)
+                kernel.setPlan(descriptor, .rewrite(seen: seen))
+                trace("\(device.name) kernel: read \(path.joined(separator: "/")) {\(Self.tokenList(seen))}, rewrites it at step \(due)")
+            }
+        } catch {
+            if let opened { kernel.close(opened) }
+            kernelCallFailed(device, error)
+            return
+        }
+        if delay == 0, let opened { try finishKernelWrite(device, kernel, opened) }
+    }
+
+    /// Another device holding `ref` appends a line through its kernel and
+    /// syncs, then `device` syncs: the pulled line lands under an open descriptor.
+    private func appendElsewhereAndPull(_ ref: EntryRef, into device: SimDevice) async throws {
+        let others = devices.filter { $0.index != device.index }
+        guard let other = random.pick(others) else { return }
+        let items = try tree(other.store)
+        guard let note = items.first(where: { $0.ref == ref }), let path = Self.kernelPath(of: note, in: items) else {
+            return
+        }
+        let kernel = kernel(for: other)
+        do {
+            let descriptor = try kernel.open(
+                path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY | O_APPEND), plan: .append, due: step)
+            try finishKernelWrite(other, kernel, descriptor)
+        } catch {
+            kernelCallFailed(other, error)
+            return
+        }
+        try await sync(other)
+        try await sync(device)
+    }
+
+    /// The program writes what it planned, then closes its descriptor.
+    func finishKernelWrite(_ device: SimDevice, _ kernel: SimKernel, _ descriptor: Int) throws {
+        guard let open = kernel.descriptors[descriptor] else { return }
+        defer { kernel.close(descriptor) }
+        if open.overtakenLocally {
+            trace("\(device.name) kernel: another program changed \(open.name) first; this one gives up")
+            return
+        }
+        if case .append = open.plan {
+        } else if kernel.isInKnownGap(descriptor) {
+            // docs/mount.md: with opens skipped, a descriptor whose note was
+            // pulled and then stat'ed by another program writes as it is.
+            trace("\(device.name) kernel: \(open.name) was pulled and stat'ed since its program learned it (known gap); no write")
+            return
+        }
+        do {
+            switch open.plan {
+            case .append:
+                let line = SimText.body(newLines(1))
+                let offset = try kernel.write(descriptor, at: 0, bytes: line)
+                wrote(line)
+                trace("\(device.name) kernel: >> \(open.name) (inode \(open.inode)) sent at offset \(offset) {\(Self.tokenList(line))}")
+            case .writeAt(let end):
+                let line = SimText.body(newLines(1))
+                try kernel.write(descriptor, at: end, bytes: line)
+                wrote(line)
+                trace("\(device.name) kernel: pwrite \(open.name) at \(end) {\(Self.tokenList(line))}")
+            case .rewrite(let seen):
+                var lines = SimText.lines(seen)
+                if !lines.isEmpty, random.chance(0.5) { lines.remove(at: random.int(0...(lines.count - 1))) }
+                if !lines.isEmpty, random.chance(0.4) { lines[random.int(0...(lines.count - 1))] = newLines(1)[0] }
+                lines.insert(contentsOf: newLines(1), at: random.int(0...lines.count))
+                let new = SimText.body(lines)
+                try kernel.truncate(descriptor, to: 0)
+                do {
+                    try kernel.write(descriptor, at: 0, bytes: new)
+                } catch {
+                    // Truncated by its own hand and never rewritten: what it saw is gone on purpose.
+                    removedOnPurpose(seen)
+                    throw error
+                }
+                wrote(new)
+                removedOnPurpose(seen, keeping: new)
+                trace("\(device.name) kernel: truncate and rewrite \(open.name): {\(Self.tokenList(seen))} -> {\(Self.tokenList(new))}")
+            }
+        } catch {
+            kernelCallFailed(device, error)
+        }
+    }
+
+    /// A failed system call is what a program sees as an error; a broken store is a violation.
+    private func kernelCallFailed(_ device: SimDevice, _ error: Error) {
+        if let error = error as? StoreError {
+            switch error {
+            case .database, .diskFull, .newerSchema, .syncMismatch:
+                violation("\(device.name): the store failed under the kernel: \(error)")
+                return
+            default: break
+            }
+        }
+        trace("\(device.name) kernel: the call failed: \(error)")
+    }
+
+    /// The path of `note` from the root, by the names the store shows now.
+    static func kernelPath(of note: SimItem, in items: [SimItem]) -> [String]? {
+        var path = [note.name]
+        var parent = note.parent
+        while parent != .root {
+            guard path.count < 64, let folder = items.first(where: { $0.ref.directory == parent }) else { return nil }
+            path.insert(folder.name, at: 0)
+            parent = folder.parent
+        }
+        return path
+    }
+
+    /// After quiet: every line written and not removed on purpose is in a
+    /// live note (conflict copies included) on every device. Elsewhere only
+    /// by design: a local-only file (a refused note's `(not synced)` copy,
+    /// an editor's backup or temp file), or the local history for a save a
+    /// crash cut short.
+    func checkTextOnEveryDevice() throws {
+        var inNotes: [Set<Int>] = []
+        var localFiles = Set<Int>()
+        var history = Set<Int>()
+        for device in devices {
+            var notes = Set<Int>()
+            let reader = device.reader
+            try reader.readTransaction {
+                try reader.forEachRow("SELECT body FROM notes WHERE deleted = 0", arguments: []) { row in
+                    notes.formUnion(SimText.tokens(row.data(0)))
+                    return true
+                }
+                try reader.forEachRow("SELECT data FROM local_entries WHERE type = 2", arguments: []) { row in
+                    localFiles.formUnion(SimText.tokens(row.data(0)))
+                    return true
+                }
+                try reader.forEachRow("SELECT body FROM history", arguments: []) { row in
+                    history.formUnion(SimText.tokens(row.data(0)))
+                    return true
+                }
+            }
+            inNotes.append(notes)
+        }
+        let expected = written.subtracting(removed).subtracting(localFiles)
+        for (index, notes) in inNotes.enumerated() {
+            let missing = expected.subtracting(notes).filter { !(kernelState.crashCut.contains($0) && history.contains($0)) }
+            guard !missing.isEmpty else { continue }
+            let inHistory = missing.filter { history.contains($0) }.count
+            violation(
+                "\(devices[index].name): \(missing.count) lines nobody removed are missing from its notes "
+                    + "(\(inHistory) only in a local history), e.g. tokens \(missing.sorted().prefix(10))")
+        }
+    }
+}
