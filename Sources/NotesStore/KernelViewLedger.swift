@@ -37,6 +37,8 @@ final class KernelViewLedger: Sendable {
         /// The note's text when the writer began (with the change it did not see).
         var remote: Data
         var lastWriteNanoseconds: Int64
+        /// The note's body as this session last stored it (nil before its first write).
+        var stored: Data? = nil
         /// Names the conflict copy, should the merge fail (one copy per session).
         var changeID: ChangeID
     }

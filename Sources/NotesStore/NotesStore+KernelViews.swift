@@ -54,21 +54,31 @@ extension NotesStore {
             }
         }
         guard var session else { return nil }
+        if let stored = session.stored, stored != row.body {
+            // Something else changed the note since this writer's last write
+            // (a merge after a conflict, another program): that text is the
+            // new remote side, and what this writer had made so far its view.
+            session = KernelViewLedger.Session(
+                view: session.writer, writer: session.writer, remote: row.body, lastWriteNanoseconds: time,
+                changeID: ChangeID(newUUID()))
+        }
         session.writer = change(session.writer)
         session.lastWriteNanoseconds = time
         guard session.writer.count <= configuration.noteSizeLimitBytes else {
             throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
         }
-        let size = try mergeWriterSession(db, row, session, commit: &commit)
+        let stored = try mergeWriterSession(db, row, session, commit: &commit)
+        session.stored = stored
         kernelViews.setSession(session, of: row.id)
-        return size
+        return Int64(stored.count)
     }
 
     /// Puts `merge(seen, writer, remote)` into the note, or, where the lines
     /// clash, keeps the note's text and the writer's in a conflict copy.
+    /// Returns the note's body as stored.
     private func mergeWriterSession(
         _ db: Connection, _ row: NoteRow, _ session: KernelViewLedger.Session, commit: inout StoreCommit
-    ) throws -> Int64 {
+    ) throws -> Data {
         func content(_ body: Data) -> NoteContent { NoteContent(title: row.title, body: body, folderID: row.folderID) }
         let merged = configuration.mergeNote(content(session.view), content(session.writer), content(session.remote))
         let copyID = ConflictPolicy.conflictCopyID(for: session.changeID)
@@ -79,17 +89,23 @@ extension NotesStore {
             if let existing = try NoteRow.load(db, id: copyID), !existing.deleted {
                 try deleteNote(db, existing, commit: &commit)
             }
-            return Int64(result.body.count)
+            return result.body
         }
         try editNote(db, row, to: content(session.remote), commit: &commit)
-        if let existing = try NoteRow.load(db, id: copyID), !existing.deleted {
+        if let existing = try NoteRow.load(db, id: copyID) {
+            // This save's copy, made by an earlier write (and dropped again
+            // if a later one merged cleanly): it takes the writer's text.
             var copy = existing.content
             copy.body = session.writer
-            try editNote(db, existing, to: copy, commit: &commit)
+            if existing.deleted {
+                try reviveNote(db, existing, content: copy, commit: &commit)
+            } else {
+                try editNote(db, existing, to: copy, commit: &commit)
+            }
         } else {
             _ = try makeConflictCopy(
                 db, of: row, copy: content(session.writer), changeID: session.changeID, commit: &commit)
         }
-        return Int64(session.remote.count)
+        return session.remote
     }
 }

@@ -117,4 +117,36 @@ import Testing
         _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "Z"), append: false, view: later)
         #expect(try text(store, id) == "Z\nb\nC\n")
     }
+
+    @Test func aSaveThatClashesAgainAfterMergingKeepsTheWritersTextInItsCopy() throws {
+        let clocked = try Clocked()
+        defer { clocked.fixture.remove() }
+        let store = clocked.store
+        let (id, view) = try syncedNote(store, "one\ntwo\nthree\n")
+        try pull(store, id, "ONE\ntwo\nthree\n")
+        #expect(try store.truncate(.note(id), to: 0, view: view))
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "one\ntwo\nTHREE\n"), append: false, view: view)
+        #expect(try text(store, id) == "ONE\ntwo\nTHREE\n")
+        // The same writer now changes the line the pull changed too.
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "XXX"), append: false, view: view)
+        #expect(try text(store, id) == "ONE\ntwo\nthree\n")
+        let entries = try store.list(directory: .root, afterCookie: 0, limit: 10)
+        let copy = try #require(entries.first { $0.ref != .note(id) })
+        #expect(try store.contents(of: copy.ref) == Data(utf8: "XXX\ntwo\nTHREE\n"))
+        #expect(entries.count == 2)
+    }
+
+    @Test func aChangeMadeBetweenTwoWritesOfAStaleSaveIsMergedNotOverwritten() throws {
+        let clocked = try Clocked()
+        defer { clocked.fixture.remove() }
+        let store = clocked.store
+        let (id, view) = try syncedNote(store, "a\nb\nc\nd\ne\n")
+        try pull(store, id, "A\nb\nc\nd\ne\n")
+        _ = try store.write(.note(id), offset: 8, bytes: Data(utf8: "E"), append: false, view: view)
+        #expect(try text(store, id) == "A\nb\nc\nd\nE\n")
+        // Another program changes the first line before this writer's next write.
+        try store.replaceBody(of: id, with: Data(utf8: "Z\nb\nc\nd\nE\n"))
+        _ = try store.write(.note(id), offset: 6, bytes: Data(utf8: "D"), append: false, view: view)
+        #expect(try text(store, id) == "Z\nb\nc\nD\nE\n")
+    }
 }
