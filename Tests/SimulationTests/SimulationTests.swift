@@ -103,12 +103,12 @@ import Testing
     }
 
     @Test func aMountThatDropsOAppendIsCaughtAsLostText() async throws {
-        let caught = try #require(await Self.firstCatch(.appendAtKernelOffset, within: 1...40))
+        let caught = try #require(await Self.firstCatch(.appendAtKernelOffset, within: 1...60))
         #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
     }
 
     @Test func aMountThatIgnoresKernelViewsIsCaughtAsLostText() async throws {
-        let caught = try #require(await Self.firstCatch(.ignoreKernelView, within: 1...40))
+        let caught = try #require(await Self.firstCatch(.ignoreKernelView, within: 1...50))
         #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
     }
 
