@@ -71,28 +71,36 @@ let saveCases: [SaveCase] = [
 
 @Suite(.serialized, .enabled(if: mountTestsEnabled, "needs FUSE (/dev/fuse and fusermount3)"))
 struct SavePatternTests {
-    @Test(arguments: saveCases)
-    func eachSaveKeepsTheNoteAndQueuesAnEdit(_ save: SaveCase) throws {
+    /// Seeds `/note.md` and `/dir/other.md` with `seed`, runs the save in a
+    /// real mount, checks the id through getfattr, unmounts; returns the
+    /// seeded ids and what the database holds after.
+    func run(_ save: SaveCase, seed: (String, [(folder: [String], title: String, body: String)]) throws -> [String: String])
+        throws -> (seeded: [String: String], snapshot: StoreSnapshot)
+    {
         let fixture = try MountFixture(mount: false)
         defer { fixture.remove() }
-        let seeded = try Seed.syncedNotes(
+        let seeded = try seed(
             fixture.databasePath,
             [(folder: [], title: "note.md", body: original), (folder: ["dir"], title: "other.md", body: other)])
         let outside = fixture.directory.file("outside")
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         try fixture.mount()
-        let script = "export OUT='\(outside)'; set -e; " + save.script
-        try fixture.sh(script)
+        try fixture.sh("export OUT='\(outside)'; set -e; " + save.script)
         if let path = save.keepsID {
             #expect(try fixture.noteID(String(path.dropFirst())) == seeded["/note.md"], "id through getfattr")
         }
         fixture.unmount()
-
         let snapshot = try StoreSnapshot.read(fixture.databasePath)
         #expect(snapshot.notes.mapValues { String(decoding: $0, as: UTF8.self) } == save.expected)
         if let path = save.keepsID {
             #expect(snapshot.ids[path] == seeded["/note.md"], "the edited note keeps its id")
         }
+        return (seeded, snapshot)
+    }
+
+    @Test(arguments: saveCases)
+    func eachSaveKeepsTheNoteAndQueuesAnEdit(_ save: SaveCase) throws {
+        let (seeded, snapshot) = try run(save, seed: Seed.syncedNotes)
         let noteRows = snapshot.outbox.filter { $0.kind == "note" }
         if save.deletes {
             #expect(noteRows.map(\.op) == ["delete"])
@@ -107,25 +115,7 @@ struct SavePatternTests {
     /// folder): deleting or moving the file away first must not cost the id.
     @Test(arguments: saveCases)
     func eachSaveKeepsANeverSyncedNotesID(_ save: SaveCase) throws {
-        let fixture = try MountFixture(mount: false)
-        defer { fixture.remove() }
-        let seeded = try Seed.unsyncedNotes(
-            fixture.databasePath,
-            [(folder: [], title: "note.md", body: original), (folder: ["dir"], title: "other.md", body: other)])
-        let outside = fixture.directory.file("outside")
-        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
-        try fixture.mount()
-        try fixture.sh("export OUT='\(outside)'; set -e; " + save.script)
-        if let path = save.keepsID {
-            #expect(try fixture.noteID(String(path.dropFirst())) == seeded["/note.md"], "id through getfattr")
-        }
-        fixture.unmount()
-
-        let snapshot = try StoreSnapshot.read(fixture.databasePath)
-        #expect(snapshot.notes.mapValues { String(decoding: $0, as: UTF8.self) } == save.expected)
-        if let path = save.keepsID {
-            #expect(snapshot.ids[path] == seeded["/note.md"], "the edited note keeps its id")
-        }
+        let (seeded, snapshot) = try run(save, seed: Seed.unsyncedNotes)
         // Nothing was ever sent: no tombstone, and at most one create per note.
         #expect(!snapshot.outbox.contains { $0.op == "delete" }, "no tombstone: \(snapshot.outbox)")
         let noteRows = snapshot.outbox.filter { $0.kind == "note" }

@@ -79,13 +79,7 @@ import Testing
         let restored = try SQLiteServerStore(path: backup)
         _ = try await restored.newEpoch(now: Date())
         let server = SyncServer(store: restored)
-        let moved = try devices.map { device in
-            let transport = InProcessTransport(server: server, token: world.token)
-            return SyncWorld.Device(
-                store: device.store, transport: transport,
-                engine: try SyncEngine(store: device.store, transport: transport))
-        }
-        return (server, moved)
+        return (server, try world.devices(devices, movedTo: server))
     }
 
     @Test func afterARestoreNoPushGoesOutOnLostVersionsAndNothingWrittenOnEitherSideIsLost() async throws {

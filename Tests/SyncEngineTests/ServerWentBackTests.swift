@@ -21,13 +21,7 @@ import Testing
         _ world: SyncWorld, from backup: String, devices: [SyncWorld.Device]
     ) throws -> (SyncServer, [SyncWorld.Device]) {
         let server = SyncServer(store: try SQLiteServerStore(path: backup))
-        let moved = try devices.map { device in
-            let transport = InProcessTransport(server: server, token: world.token)
-            return SyncWorld.Device(
-                store: device.store, transport: transport,
-                engine: try SyncEngine(store: device.store, transport: transport))
-        }
-        return (server, moved)
+        return (server, try world.devices(devices, movedTo: server))
     }
 
     @Test func everyNoteAndFolderMadeSinceTheCopyIsKeptOnEveryMachineAndSentBack() async throws {

@@ -45,6 +45,17 @@ public final class SyncWorld: Sendable {
 
     public func remove() { directory.remove() }
 
+    /// `devices`, with their stores, talking to `server` instead (a server
+    /// replaced by a restored copy, say).
+    public func devices(_ devices: [Device], movedTo server: SyncServer) throws -> [Device] {
+        try devices.map { device in
+            let transport = InProcessTransport(server: server, token: token)
+            return Device(
+                store: device.store, transport: transport,
+                engine: try SyncEngine(store: device.store, transport: transport))
+        }
+    }
+
     /// A consistent copy of the server's database, as a backup would take it.
     public func backupServer(to name: String) throws -> String {
         let path = directory.file(name)
