@@ -22,6 +22,11 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The mass-delete guard forgets the deletions it let through, so a
     /// batched `rm -rf` is judged push by push (as it once was).
     case guardCountsPerPush
+    /// The scheduler's debounce never ends: a local change starts no run by
+    /// itself (SimWorld+Scheduler.swift).
+    case debounceNeverFires
+    /// The scheduler never retries a failed run by itself (SimWorld+Scheduler.swift).
+    case backoffNeverRetries
 }
 
 /// Fault kinds, counted per run.
@@ -53,6 +58,10 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case notFound = "http-404"
     case badGateway = "http-502"
     case cutReply = "cut-reply"
+    // Not faults: what the real schedulers did, in the seeds that run them.
+    case schedulerRun = "scheduler-run"
+    case longPollWake = "long-poll-wake"
+    case fileClosed = "file-closed"
 
     public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -84,6 +93,8 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
     public var pullPageMax: Int
     public var indexPageMax: Int
     public var fetchBatchMax: Int
+    /// Every device runs its real `SyncScheduler` on simulated time (SimWorld+Scheduler.swift).
+    public var runsSchedulers: Bool
 
     public init(seed: UInt64) {
         var random = SimRandom(seed: seed ^ 0xC0FF_EE00_D15E_A5E5)
@@ -120,6 +131,7 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
         pullPageMax = random.pick([1, 2, 3, 7, 200]) ?? 200
         indexPageMax = random.pick([1, 2, 5, 1_000]) ?? 1_000
         fetchBatchMax = random.pick([1, 3, 200]) ?? 200
+        runsSchedulers = Self.runsSchedulers(seed: seed)
     }
 
     public var description: String {
@@ -131,6 +143,7 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
             + "offline=\(String(format: "%.3f", offlineRate)) inflight=\(String(format: "%.2f", inFlightEditRate)) "
             + "oversize=\(String(format: "%.3f", oversizeRate)) twins=\(String(format: "%.3f", twinRate)) "
             + "clocks=\(clockOffsets) noteLimit=\(serverNoteLimit) push=\(pushBatchMax)/\(pushBytesMax) "
-            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) faults[\(faults)]"
+            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax)"
+            + (runsSchedulers ? " schedulers" : "") + " faults[\(faults)]"
     }
 }
