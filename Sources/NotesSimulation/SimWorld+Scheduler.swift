@@ -124,10 +124,10 @@ extension SimWorld {
             engine: device.engine, store: device.store, transport: device.transport,
             configuration: schedulers.configuration, clock: SimSchedulerClock(hub: schedulers.hub, owner: owner),
             random: { jitter.next() },
-            log: { [weak self] line in self?.trace("\(name) scheduler: \(line)") })
+            log: { [weak self] line in self?.trace("\(name) scheduler at \(self?.simSeconds ?? ""): \(line)") })
         device.scheduler = scheduler
         device.schedulerOwner = owner
-        trace("\(name) scheduler starts")
+        trace("\(name) scheduler starts at \(simSeconds)")
         await scheduler.start()
         guard await schedulers.hub.waitForRest() else { throw stuck(schedulers, "\(name)'s new scheduler") }
     }
@@ -268,6 +268,9 @@ extension SimWorld {
             "the schedulers did not bring the devices to quiet in \(limitSeconds) s of fault-free time: "
                 + states.joined(separator: "; "))
     }
+
+    /// Simulated seconds since the run began, for the trace.
+    var simSeconds: String { String(format: "%.3f s", Double(time.now - SimTime.start) / 1e9) }
 
     func count(_ fault: SimFault, times: Int) {
         guard times > 0 else { return }

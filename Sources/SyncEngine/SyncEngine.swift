@@ -227,12 +227,16 @@ public actor SyncEngine {
     /// and the page starts exactly at the stored cursor: the run it would
     /// otherwise start would only pull the same rows again. False when it
     /// did not (the caller then starts a run, which also applies every guard).
+    /// Never while a sent change waits for its answer: the page would move the
+    /// cursor past versions skipped for that dirty row, and the retry's answer
+    /// (the server's replay of an older version) would leave the row on that
+    /// older version for good. A run pushes first, then pulls.
     public func applyPolled(_ page: ChangesPage, since cursor: SyncCursor) -> Bool {
         guard currentRun == nil, !page.hasMore, !page.changes.isEmpty, page.epoch == cursor.epoch else {
             return false
         }
         do {
-            guard try store.syncState().cursor == cursor.rawValue else { return false }
+            guard try store.syncState().cursor == cursor.rawValue, try !store.hasChangesInFlight() else { return false }
             try apply(page)
             return true
         } catch {
