@@ -28,6 +28,11 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The mount hands the store no kernel view: writes and truncations
     /// apply at the kernel's offsets, whatever was pulled since.
     case ignoreKernelView
+    /// The scheduler's debounce never ends: a local change starts no run by
+    /// itself (SimWorld+Scheduler.swift).
+    case debounceNeverFires
+    /// The scheduler never retries a failed run by itself (SimWorld+Scheduler.swift).
+    case backoffNeverRetries
 }
 
 /// Fault kinds, counted per run.
@@ -63,6 +68,10 @@ public enum SimFault: String, Sendable, CaseIterable, Comparable {
     case kernelLateWrite = "kernel-write-at-remembered-end"
     case kernelRewrite = "kernel-truncate-and-rewrite"
     case kernelReplyOvertaken = "kernel-reply-overtaken"
+    // Not faults: what the real schedulers did, in the seeds that run them.
+    case schedulerRun = "scheduler-run"
+    case longPollWake = "long-poll-wake"
+    case fileClosed = "file-closed"
 
     public static func < (lhs: SimFault, rhs: SimFault) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -98,6 +107,8 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
     public var kernelRate: Double
     /// The kernel sends open and release (`NOTESFS_OPEN_REQUESTS=1`) instead of skipping them.
     public var kernelOpenRequests: Bool
+    /// Every device runs its real `SyncScheduler` on simulated time (SimWorld+Scheduler.swift).
+    public var runsSchedulers: Bool
 
     public init(seed: UInt64) {
         var random = SimRandom(seed: seed ^ 0xC0FF_EE00_D15E_A5E5)
@@ -138,6 +149,7 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
         var kernelRandom = SimRandom(seed: seed ^ 0x4B45_524E_454C_5F31)
         kernelRate = kernelRandom.int(1...4) == 1 ? 0 : 0.02 + kernelRandom.unit() * 0.13
         kernelOpenRequests = kernelRandom.int(1...3) == 1
+        runsSchedulers = Self.runsSchedulers(seed: seed)
     }
 
     public var description: String {
@@ -151,5 +163,7 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
             + "clocks=\(clockOffsets) noteLimit=\(serverNoteLimit) push=\(pushBatchMax)/\(pushBytesMax) "
             + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) "
             + "kernel=\(String(format: "%.3f", kernelRate))\(kernelOpenRequests ? "+opens" : "") faults[\(faults)]"
+            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax)"
+            + (runsSchedulers ? " schedulers" : "") + " faults[\(faults)]"
     }
 }

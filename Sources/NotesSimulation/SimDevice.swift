@@ -37,6 +37,8 @@ final class SimTime: Sendable {
 
     var now: Int64 { value.withLock { $0 } }
     func advance(seconds: Int64) { value.withLock { $0 += seconds * 1_000_000_000 } }
+    /// Moves the clock to `nanoseconds` if that is later (the schedulers' waits end at exact instants).
+    func advance(to nanoseconds: Int64) { value.withLock { $0 = max($0, nanoseconds) } }
     /// How far the server's clock runs ahead (cursor-expiry faults push it past retention).
     var serverJump: Int64 { serverJumpValue.withLock { $0 } }
     func jumpServer(seconds: Int64) { serverJumpValue.withLock { $0 += seconds * 1_000_000_000 } }
@@ -67,6 +69,11 @@ final class SimDevice: @unchecked Sendable {
     /// remote commit may take them away.
     var dirtyTokens = Set<Int>()
     var crashes = 0
+    /// The device's real `SyncScheduler` in seeds that run one (SimWorld+Scheduler.swift).
+    var scheduler: SyncScheduler?
+    var schedulerOwner: Int?
+    /// Schedulers of earlier lives, still to be stopped.
+    var retiredSchedulers: [SyncScheduler] = []
 
     init(
         index: Int, path: String, configuration: StoreConfiguration, engineConfiguration: SyncEngine.Configuration,
@@ -108,6 +115,7 @@ final class SimDevice: @unchecked Sendable {
     /// store is opened again from its file, as after `kill -9`.
     func crashAndReopen(engineConfiguration: SyncEngine.Configuration, world: SimWorld) throws {
         store.removeObserver(observerID)
+        world.retireScheduler(of: self)
         crashes += 1
         crashPending = false
         let opened = try Self.open(

@@ -108,6 +108,7 @@ final class SimTransport: SyncTransport, @unchecked Sendable {
     }
 
     func changes(since: SyncCursor?, limit: Int, waitSeconds: Int) async throws(TransportError) -> ChangesPage {
+        if waitSeconds > 0 { return try await longPoll(since: since, limit: limit, waitSeconds: waitSeconds) }
         var query = [Endpoint.Query.limit: String(limit), Endpoint.Query.wait: String(waitSeconds)]
         if let since { query[Endpoint.Query.since] = since.rawValue }
         let (status, body) = try await send(Endpoint.changes, method: "GET", query: query)

@@ -99,6 +99,12 @@ extension SimWorld {
     /// The person answers a hold: after a mass delete they did not mean,
     /// `notesfs sync --restore-held`; otherwise `--allow-mass-delete`.
     func answerHeldDeletions(_ device: SimDevice) throws {
+        if let scheduler = device.scheduler {
+            // As `notesfs sync --allow-mass-delete` / `--restore-held` reach a mount: through its scheduler.
+            let line = try scheduler.settleHeldDeletions(massDeletes.isEmpty ? .allow : .restore)
+            trace("\(device.name) answers held deletions through its scheduler: \(line)")
+            return
+        }
         if massDeletes.isEmpty {
             trace("\(device.name) confirms held deletions (--allow-mass-delete)")
             try device.store.confirmMassDelete()

@@ -66,6 +66,10 @@ public final class SimWorld: @unchecked Sendable {
     var massDeletes: [SimMassDelete] = []
     /// Simulated kernels in front of the devices' mounts (SimWorld+Kernel.swift).
     var kernelState = SimKernelState()
+    /// Every device's real `SyncScheduler` on simulated time, in the seeds that run them (SimWorld+Scheduler.swift).
+    var schedulers: SimSchedulers?
+    /// Bumped by every push the server handles: it wakes parked long polls.
+    var serverChanges = 0
 
     let engineConfiguration: SyncEngine.Configuration
 
@@ -122,6 +126,7 @@ public final class SimWorld: @unchecked Sendable {
 
     /// Stops the server's writer thread and removes the run's files.
     public func remove() async {
+        await stopSchedulers()
         await serverStore.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -164,12 +169,15 @@ public final class SimWorld: @unchecked Sendable {
     /// Runs the seed's steps, heals the network, syncs to quiet and checks every invariant.
     public func run() async -> SimResult {
         do {
+            try await startSchedulers()
             for current in 0..<configuration.steps {
                 step = current
-                time.advance(seconds: Int64(random.int(1...120)))
+                let seconds = Int64(random.int(1...120))
+                if schedulers == nil { time.advance(seconds: seconds) } else { try await passTimeBetweenSteps() }
                 if !delayedPushes.isEmpty, random.chance(0.3) { await deliverDelayedPushes() }
                 try kernelStep()
                 try await performStep()
+                try await afterStepWithSchedulers()
             }
             step = configuration.steps
             try finishKernelWrites()
@@ -224,7 +232,7 @@ public final class SimWorld: @unchecked Sendable {
         device.dirtyTokens = try device.tokensInDirtyNotes()
         syncRuns += 1
         trace("\(device.name) sync starts")
-        let outcome = await device.engine.sync()
+        let outcome = schedulers == nil ? await device.engine.sync() : try await syncNow(device)
         trace("\(device.name) sync ended: \(outcome)")
         if traceEnabled { let notes = try device.describeNotes(); trace("\(device.name) now holds \(notes)") }
         if case .storeFailed(let reason) = outcome {
@@ -289,6 +297,7 @@ public final class SimWorld: @unchecked Sendable {
     ) async -> (Int, Data) {
         let before = push.map { serverFoldersBeforePush($0) } ?? nil
         let response = await server.handle(request)
+        if push != nil { serverChanges += 1 }
         if let push {
             recordPushAnswer(
                 device: device, request: push, status: response.status, body: response.body, foldersBefore: before,
@@ -373,6 +382,7 @@ public final class SimWorld: @unchecked Sendable {
             device.offlineUntilStep = -1
             if try device.store.massDeleteHold().isHeld { try answerHeldDeletions(device) }
         }
+        if schedulers != nil { return try await quiesceWithSchedulers() }
         for round in 0..<12 {
             var allSucceeded = true
             for device in devices {

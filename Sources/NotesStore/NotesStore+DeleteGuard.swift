@@ -361,8 +361,9 @@ extension NotesStore {
     }
 
     /// `notesfs sync --restore-held`: cancels the held deletions. Notes and
-    /// folders deleted here come back (clean when the server still has them
-    /// as they are, else as an edit); those deleted elsewhere are pushed back
+    /// folders deleted here come back as edits on their last known version
+    /// (so edits made elsewhere while the deletion was held, whose pulls the
+    /// held row skipped, come back through a merge); those deleted elsewhere are pushed back
     /// as edits on the server's tombstone, so every machine gets them again.
     /// The window starts again.
     @discardableResult
@@ -412,8 +413,8 @@ extension NotesStore {
         var revivedFolders: [FolderRow] = []
         for id in folders {
             guard let row = try FolderRow.load(db, id: id) else { continue }
-            let clean = try row.base == row.content && !inFlight(db, kind: .folder, id: id.description)
-            try reviveRow(db, table: "folders", kind: .folder, id: id.description, seq: row.seq, clean: clean,
+            // Never clean, as for notes below.
+            try reviveRow(db, table: "folders", kind: .folder, id: id.description, seq: row.seq,
                           updated: row.updatedNanoseconds, commit: &commit)
             revivedFolders.append(row)
         }
@@ -428,8 +429,11 @@ extension NotesStore {
         }
         for id in notes {
             guard let row = try NoteRow.load(db, id: id) else { continue }
-            let clean = try row.base == row.content && !inFlight(db, kind: .note, id: id.description)
-            try reviveRow(db, table: "notes", kind: .note, id: id.description, seq: row.seq, clean: clean,
+            // Never clean: pulled versions newer than the base were skipped
+            // while the deletion was held (a dirty row takes no pull), and the
+            // cursor is past them. A put on the base meets them as a conflict
+            // and takes them (or is applied when nothing moved).
+            try reviveRow(db, table: "notes", kind: .note, id: id.description, seq: row.seq,
                           updated: row.updatedNanoseconds, commit: &commit)
             try db.run("DELETE FROM revivable WHERE note_id = ?", id.description)
             commit.changedEntries.insert(.note(id))
@@ -439,28 +443,16 @@ extension NotesStore {
         return folders.count + notes.count
     }
 
-    /// Marks a tombstone live again: clean (no change to send) when it equals
-    /// the server's copy and nothing of it is in flight, else queued as a put.
+    /// Marks a tombstone live again, queued as a put on its last known version.
     private func reviveRow(
-        _ db: Connection, table: String, kind: EntityKind, id: String, seq: Int64, clean: Bool, updated: Int64,
+        _ db: Connection, table: String, kind: EntityKind, id: String, seq: Int64, updated: Int64,
         commit: inout StoreCommit
     ) throws {
         try db.run(
             "UPDATE \(table) SET deleted = 0, updated_ns = ? WHERE seq = ?", max(now, updated + 1), seq)
         // A revived entry gets a fresh inode; the old one may still be cached as deleted.
         try db.run("DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ?", kind.rawValue, id)
-        if clean {
-            try dropPending(db, kind: kind, id: id)
-            try db.run("UPDATE \(table) SET synced_rev = local_rev WHERE seq = ?", seq)
-        } else {
-            try enqueue(db, kind: kind, id: id, op: "put", commit: &commit)
-        }
-    }
-
-    private func inFlight(_ db: Connection, kind: EntityKind, id: String) throws -> Bool {
-        try db.queryOne(
-            "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'in_flight'", kind.rawValue, id
-        ) { _ in true } ?? false
+        try enqueue(db, kind: kind, id: id, op: "put", commit: &commit)
     }
 
     /// How many ancestors a folder has (bounded, so a damaged cycle cannot loop).

@@ -140,6 +140,13 @@ extension NotesStore {
         return sortedFolders + notes + folderDeletes
     }
 
+    /// Whether a sent change still waits for its answer (a frozen row).
+    public func hasChangesInFlight() throws(StoreError) -> Bool {
+        try read { db in
+            try db.queryOne("SELECT 1 FROM outbox WHERE state = 'in_flight' LIMIT 1") { _ in true } ?? false
+        }
+    }
+
     /// Records a failed send of an in-flight change (it stays frozen).
     public func recordSendFailure(_ changeIDs: [ChangeID], error: String) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in

@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import NotesStore
 import SyncProtocol
+import Synchronization
 
 /// How one sync run ended.
 public enum SyncRunOutcome: Sendable, Equatable {
@@ -41,7 +42,8 @@ public actor SyncEngine {
     private var requestedRuns = 0
     private var completedRuns = 0
     private var lastOutcome: SyncRunOutcome = .succeeded
-    private var progressValue = SyncProgress()
+    /// Read from any thread (status, `sync --wait` progress lines) without a hop onto the actor.
+    private let progressValue = Mutex(SyncProgress())
     /// The last push left the cursor at the server's head (nothing else had
     /// happened since our cursor), so a pull right after it has nothing to get.
     private var lastPushReachedHead = false
@@ -83,11 +85,11 @@ public actor SyncEngine {
     }
 
     /// What the current or last run has done, for progress lines and status.
-    public var progress: SyncProgress { progressValue }
+    public nonisolated var progress: SyncProgress { progressValue.withLock { $0 } }
 
     private func performRun() async -> SyncRunOutcome {
-        progressValue = SyncProgress(running: true)
-        defer { progressValue.running = false }
+        progressValue.withLock { $0 = SyncProgress(running: true) }
+        defer { progressValue.withLock { $0.running = false } }
         let outcome: SyncRunOutcome
         do {
             do {
@@ -127,7 +129,7 @@ public actor SyncEngine {
                 maxCount: configuration.pushBatchChangesMax, maxBytes: configuration.pushBatchBytesMax)
             if batch.isEmpty { return }
             try await push(batch)
-            progressValue.pushed += batch.count
+            progressValue.withLock { $0.pushed += batch.count }
         }
     }
 
@@ -218,19 +220,23 @@ public actor SyncEngine {
             entities.append(entity)
         }
         try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
-        progressValue.pulled += entities.count
+        progressValue.withLock { $0.pulled += entities.count }
     }
 
     /// Applies a whole page the long poll brought, when no run is going on
     /// and the page starts exactly at the stored cursor: the run it would
     /// otherwise start would only pull the same rows again. False when it
     /// did not (the caller then starts a run, which also applies every guard).
+    /// Never while a sent change waits for its answer: the page would move the
+    /// cursor past versions skipped for that dirty row, and the retry's answer
+    /// (the server's replay of an older version) would leave the row on that
+    /// older version for good. A run pushes first, then pulls.
     public func applyPolled(_ page: ChangesPage, since cursor: SyncCursor) -> Bool {
         guard currentRun == nil, !page.hasMore, !page.changes.isEmpty, page.epoch == cursor.epoch else {
             return false
         }
         do {
-            guard try store.syncState().cursor == cursor.rawValue else { return false }
+            guard try store.syncState().cursor == cursor.rawValue, try !store.hasChangesInFlight() else { return false }
             try apply(page)
             return true
         } catch {

@@ -9,6 +9,10 @@ import Synchronization
 /// network comes back; when the user asks (`notesfs sync`). Failed runs back
 /// off exponentially with jitter. The long poll is its own task that only
 /// triggers runs, so a save never waits behind it.
+///
+/// Every wait goes through the injected `SchedulerClock` (the loop sleeps
+/// until the next run is due or its alarm rings), so a simulated clock
+/// controls all of it: the seeded simulation runs this type for real.
 public actor SyncScheduler {
     public struct Configuration: Sendable {
         /// A stream of writes becomes one push this long after the last write…
@@ -25,8 +29,6 @@ public actor SyncScheduler {
         public var backoffCapSeconds = 300.0
         /// The long poll's own backoff cap while the server cannot be reached.
         public var pollBackoffCapSeconds = 30.0
-        /// How often the progress text is refreshed while a run goes on.
-        public var progressIntervalSeconds = 0.25
         /// How often the store is asked whether another process committed
         /// (`SyncScheduler+ExternalCommits.swift`); nil turns the watch off.
         public var externalCommitCheckSeconds: Double? = 0.5
@@ -67,7 +69,9 @@ public actor SyncScheduler {
         }
     }
 
-    /// Work noticed outside the actor (store observer, file closes), drained by the loop.
+    /// Work noticed outside the actor (store observer, file closes), drained
+    /// by the loop. Behind a mutex because the store and the mount report it
+    /// synchronously from their own threads; the loop hears of it through `wakeAlarm`.
     private struct Signals {
         var localChangeAt: Double?
         var firstLocalChangeAt: Double?
@@ -87,11 +91,21 @@ public actor SyncScheduler {
     let random: @Sendable () -> Double
     let log: @Sendable (String) -> Void
 
+    /// The run going on (its start and the server's head), or the last
+    /// run's final progress; read from any thread for `progress`.
+    private struct RunInfo {
+        var started: Double
+        var head: Int64?
+    }
+
     private let signals = Mutex(Signals())
-    private let wake: AsyncStream<Void>.Continuation
-    private let wakes: AsyncStream<Void>
+    /// Rung when something may have made a run due; the loop sleeps on it.
+    private let wakeAlarm = SchedulerAlarm()
+    /// Rung at the end of every run; the long poll sleeps on it.
+    private let runEnded = SchedulerAlarm()
     private let statusText = Mutex<String?>(nil)
-    private let progressState = Mutex(Progress())
+    private let currentRun = Mutex<RunInfo?>(nil)
+    private let lastProgress = Mutex(Progress())
 
     private var backoff: Backoff
     private var retryAt: Double?
@@ -101,7 +115,6 @@ public actor SyncScheduler {
     private var lastHoldLogged: String?
     private var loopTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
-    private var timerTask: Task<Void, Never>?
     private var externalCommitTask: Task<Void, Never>?
     private var observerID: Int?
     private var stopped = false
@@ -122,7 +135,6 @@ public actor SyncScheduler {
         self.random = random
         self.log = log
         backoff = Backoff(baseSeconds: configuration.backoffBaseSeconds, capSeconds: configuration.backoffCapSeconds)
-        (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     // MARK: Life cycle
@@ -139,7 +151,6 @@ public actor SyncScheduler {
         if let interval = configuration.externalCommitCheckSeconds {
             externalCommitTask = Task { await self.watchExternalCommits(everySeconds: interval) }
         }
-        wake.yield()
     }
 
     /// Stops every task; a run in progress finishes its current request first.
@@ -147,11 +158,9 @@ public actor SyncScheduler {
         stopped = true
         if let observerID { store.removeObserver(observerID) }
         observerID = nil
-        timerTask?.cancel()
         pollTask?.cancel()
         externalCommitTask?.cancel()
         loopTask?.cancel()
-        wake.finish()
         // The long poll may sit in a 30 s request; it ends on its own.
         _ = await loopTask?.value
     }
@@ -171,7 +180,7 @@ public actor SyncScheduler {
                 state.otherChangePending = true
             }
         }
-        wake.yield()
+        wakeAlarm.ring()
     }
 
     /// A file of the mount was closed or fsynced: an edit of a note the server
@@ -182,18 +191,21 @@ public actor SyncScheduler {
             state.closedAfterSyncedEdit = true
             return true
         }
-        if relevant { wake.yield() }
+        if relevant { wakeAlarm.ring() }
     }
 
     /// Runs as soon as possible (outside any backoff).
     public nonisolated func requestRun() {
         signals.withLock { $0.runNow = true }
-        wake.yield()
+        wakeAlarm.ring()
     }
 
     /// `notesfs sync`: runs now (joining a run in progress) and returns how it ended.
     public func syncNow(withProgress: Bool = false) async -> SyncRunOutcome {
-        await run(estimateTotal: withProgress)
+        let outcome = await run(estimateTotal: withProgress)
+        // The loop may sleep towards a time this run changed (a retry it set or cleared).
+        wakeAlarm.ring()
+        return outcome
     }
 
     /// What to do with the deletions the mass-delete guard holds.
@@ -220,45 +232,55 @@ public actor SyncScheduler {
     // MARK: Reading the state (any thread)
 
     /// Lines for `.notesfs/status` and `notesfs status`: progress while a run
-    /// goes on, the next retry while backing off.
-    public nonisolated var statusLine: String? { statusText.withLock { $0 } }
+    /// has gone on for over a second, the next retry while backing off.
+    public nonisolated var statusLine: String? {
+        let progress = progress
+        if progress.running && progress.elapsedSeconds > 1 { return progress.line }
+        return statusText.withLock { $0 }
+    }
 
-    /// The current run's progress.
-    public nonisolated var progress: Progress { progressState.withLock { $0 } }
+    /// The current run's progress (the last run's, not running, between runs),
+    /// worked out when asked, so no task refreshes it while a run goes on.
+    public nonisolated var progress: Progress {
+        guard let run = currentRun.withLock({ $0 }) else { return lastProgress.withLock { $0 } }
+        return progress(of: run)
+    }
+
+    private nonisolated func progress(of run: RunInfo) -> Progress {
+        let engineProgress = engine.progress
+        let counter = (try? store.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
+        var progress = Progress(running: true)
+        progress.pulled = engineProgress.pulled
+        progress.pushed = engineProgress.pushed
+        progress.elapsedSeconds = clock.now() - run.started
+        if let head = run.head { progress.remainingEstimate = max(0, Int(head - (counter ?? 0))) }
+        return progress
+    }
 
     public var completedRuns: Int { runsCompleted }
     public var lastRunOutcome: SyncRunOutcome? { lastOutcome }
 
     // MARK: The loop
 
+    /// Runs whatever is due, then sleeps until the next thing is due or the
+    /// alarm says something changed.
     private func loop() async {
-        for await _ in wakes {
-            if stopped || Task.isCancelled { return }
-            await evaluate()
-        }
-    }
-
-    /// Runs now if something is due, else sets a timer for when it will be.
-    private func evaluate() async {
         while !stopped && !Task.isCancelled {
             let now = clock.now()
-            guard let due = dueTime(now: now) else { return }
-            if due > now {
-                timerTask?.cancel()
-                let delay = due - now
-                timerTask = Task { [clock, wake] in
-                    do {
-                        try await clock.sleep(seconds: delay)
-                        wake.yield()
-                    } catch {}
+            let due = dueTime(now: now)
+            if let due, due <= now {
+                signals.withLock { state in
+                    state = Signals()
                 }
+                retryAt = nil
+                _ = await run(estimateTotal: false)
+                continue
+            }
+            do {
+                try await clock.sleep(until: due, orUntil: wakeAlarm)
+            } catch {
                 return
             }
-            signals.withLock { state in
-                state = Signals()
-            }
-            retryAt = nil
-            _ = await run(estimateTotal: false)
         }
     }
 
@@ -293,20 +315,16 @@ public actor SyncScheduler {
             // A first sync (or a user watching): one small request for the server's head.
             head = try? await transport.index(after: nil, limit: 1).cursor.counter
         }
-        progressState.withLock { $0 = Progress(running: true) }
-        let interval = configuration.progressIntervalSeconds
-        let reporter = Task { [weak self] in
-            while !Task.isCancelled {
-                await self?.refreshProgress(started: started, head: head)
-                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
-            }
-        }
+        let info = RunInfo(started: started, head: head)
+        currentRun.withLock { $0 = info }
         let outcome = await engine.sync()
-        reporter.cancel()
-        await refreshProgress(started: started, head: head)
-        progressState.withLock { $0.running = false }
+        var final = progress(of: info)
+        final.running = false
+        lastProgress.withLock { $0 = final }
+        currentRun.withLock { $0 = nil }
         runsCompleted += 1
         lastOutcome = outcome
+        defer { runEnded.ring() }
         switch outcome {
         case .succeeded:
             lastHoldLogged = nil
@@ -336,39 +354,14 @@ public actor SyncScheduler {
         return outcome
     }
 
-    /// Backs off after a run that did not succeed: logs, shows the status line
-    /// and wakes for the next attempt. `describe` gets the delay in seconds.
+    /// Backs off after a run that did not succeed: logs and shows the status
+    /// line; the loop sleeps until `retryAt`. `describe` gets the delay in seconds.
     private func scheduleRetry(_ describe: (Double) -> (log: String, status: String)) {
         let delay = backoff.failed(unit: random())
         retryAt = clock.now() + delay
         let text = describe(delay)
         log(text.log)
         statusText.withLock { $0 = text.status }
-        scheduleRetryWake(after: delay)
-    }
-
-    private func scheduleRetryWake(after delay: Double) {
-        timerTask?.cancel()
-        timerTask = Task { [clock, wake] in
-            do {
-                try await clock.sleep(seconds: delay)
-                wake.yield()
-            } catch {}
-        }
-    }
-
-    private func refreshProgress(started: Double, head: Int64?) async {
-        let engineProgress = await engine.progress
-        let counter = (try? store.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
-        var progress = Progress(running: true)
-        progress.pulled = engineProgress.pulled
-        progress.pushed = engineProgress.pushed
-        progress.elapsedSeconds = clock.now() - started
-        if let head { progress.remainingEstimate = max(0, Int(head - (counter ?? 0))) }
-        progressState.withLock { $0 = progress }
-        if progress.elapsedSeconds > 1 {
-            statusText.withLock { $0 = progress.line }
-        }
     }
 
     // MARK: The long poll
@@ -376,6 +369,9 @@ public actor SyncScheduler {
     private func pollLoop() async {
         var pollBackoff = Backoff(baseSeconds: 0.5, capSeconds: configuration.pollBackoffCapSeconds)
         var failing = false
+        // The first run (started with the loop) pulls what there is; polling
+        // before it ends would only ask for the same rows.
+        try? await clock.sleep(until: nil, orUntil: runEnded)
         while !stopped && !Task.isCancelled {
             guard let cursorText = (try? store.syncState().cursor) ?? nil else {
                 // No cursor until the first run has pulled. While that run
@@ -392,7 +388,9 @@ public actor SyncScheduler {
                         try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
                     }
                 } else {
-                    try? await clock.sleep(seconds: 0.5)
+                    // The next run may bring a cursor.
+                    try? await clock.sleep(
+                        until: clock.now() + Double(configuration.longPollWaitSeconds), orUntil: runEnded)
                 }
                 continue
             }
@@ -439,14 +437,11 @@ public actor SyncScheduler {
         }
     }
 
-    /// Triggers a run and waits until one completes (bounded), so a poll that
+    /// Triggers a run and waits until one ends (bounded), so a poll that
     /// keeps seeing the same change cannot spin.
     private func triggerAndWait() async {
-        let before = runsCompleted
+        _ = runEnded.take()
         requestRun()
-        let deadline = clock.now() + configuration.backoffCapSeconds + 5
-        while runsCompleted == before && !stopped && !Task.isCancelled && clock.now() < deadline {
-            try? await Task.sleep(nanoseconds: 20_000_000)
-        }
+        try? await clock.sleep(until: clock.now() + configuration.backoffCapSeconds + 5, orUntil: runEnded)
     }
 }

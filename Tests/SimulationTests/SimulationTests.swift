@@ -57,6 +57,19 @@ import Testing
         #expect(first.faultCounts == second.faultCounts)
     }
 
+    @Test func aSeedThatRunsTheRealSchedulersReplaysTheSameRunExactly() async throws {
+        let seed = try #require((UInt64(1)...50).first { SimConfiguration(seed: $0).runsSchedulers })
+        let first = await Simulation.run(seed: seed, trace: true)
+        let second = await Simulation.run(seed: seed, trace: true)
+        #expect(first.passed, "\(Simulation.describe(first))")
+        #expect((first.faultCounts[.schedulerRun] ?? 0) > 0, "the schedulers ran the engine")
+        #expect(first.trace.contains { $0.contains("scheduler at") }, "the schedulers' own log lines are in the trace")
+        #expect(first.trace.count == second.trace.count)
+        let difference = zip(first.trace, second.trace).first { $0 != $1 }
+        #expect(difference == nil, "first difference: \(String(describing: difference))")
+        #expect(first.faultCounts == second.faultCounts)
+    }
+
     @Test func theRunsReallyExerciseTheFaults() async throws {
         var totals: [SimFault: Int] = [:]
         for seed in UInt64(1)...40 {
@@ -115,6 +128,16 @@ import Testing
     @Test func aServerWithoutIdempotencyIsCaught() async throws {
         let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
         #expect(caught.violations.contains { $0.contains("answered differently on a retry") })
+    }
+
+    @Test func aSchedulerWhoseDebounceNeverEndsIsCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.debounceNeverFires, within: 1...40))
+        #expect(caught.violations.contains { $0.contains("the schedulers did not bring the devices to quiet") })
+    }
+
+    @Test func aSchedulerThatNeverRetriesAFailedRunIsCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.backoffNeverRetries, within: 1...40))
+        #expect(caught.violations.contains { $0.contains("the schedulers did not bring the devices to quiet") })
     }
 
     @Test func anEngineThatSettlesAFailedPushAsRefusedIsCaught() async throws {

@@ -214,3 +214,27 @@ final class ManualClock: Sendable {
         #expect(try await liveOnServer(world) == 12)
     }
 }
+
+extension MassDeleteGuardTests {
+    /// Found by the simulation's scheduler seeds (seed 99): the restored note
+    /// was marked clean at its old version while the server had moved on.
+    @Test func aNoteRestoredFromAHeldDeletionCatchesUpWithAnEditMadeElsewhereMeanwhile() async throws {
+        let world = try await SyncWorld()
+        defer { world.remove() }
+        let a = try device(world, "a"), b = try device(world, "b")
+        for index in 0..<20 { try a.store.createNote(in: .root, title: "n\(index)", body: Data("n\(index)\n".utf8)) }
+        try await world.syncToQuiet([a, b])
+        for index in 0..<12 { try b.store.removeFile(in: .root, name: "n\(index)") }
+        guard case .held = await b.engine.sync() else { Issue.record("expected a hold on b"); return }
+        // a edits a note b deleted; b pulls it over its held (dirty) tombstone, so skips it.
+        let edited = try #require(try a.store.lookup(in: .root, name: "n0"))
+        guard case .note(let id) = edited.ref else { Issue.record("n0 is not a note"); return }
+        try a.store.replaceBody(of: id, with: Data("n0\nedited on a\n".utf8))
+        #expect(await a.engine.sync().succeeded)
+        guard case .held = await b.engine.sync() else { Issue.record("expected b to stay held"); return }
+        try b.store.restoreHeldDeletions()
+        try await world.syncToQuiet([a, b])
+        let restored = try #require(try b.store.lookup(in: .root, name: "n0"))
+        #expect(try b.store.contents(of: restored.ref) == Data("n0\nedited on a\n".utf8))
+    }
+}

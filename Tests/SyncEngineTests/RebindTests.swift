@@ -83,4 +83,31 @@ import Testing
             #expect(try text(device.store, "a.md") == "a\nmore\n")
         }
     }
+
+    @Test func deletionsHeldFromTheOldServerNeverRemoveNotesAfterARebind() async throws {
+        let world = try await SyncWorld()
+        defer { world.remove() }
+        let a = try world.device("a"), b = try world.device("b")
+        for index in 0..<10 {
+            try a.store.createNote(in: .root, title: "n\(index).md", body: Data("n\(index)\n".utf8))
+        }
+        try await world.syncToQuiet([a, b])
+        for index in 0..<10 { try a.store.removeFile(in: .root, name: "n\(index).md") }
+        _ = try a.store.confirmMassDelete()
+        _ = await a.engine.sync()
+        _ = await b.engine.sync()
+        #expect(try b.store.list(directory: .root, afterCookie: 0, limit: 100).count == 10, "b holds the deletions")
+
+        // b moves to a fresh server and sends it every note, then the held
+        // deletions are confirmed: they came from the old server.
+        let fresh = try await SyncWorld()
+        defer { fresh.remove() }
+        _ = try b.store.rebindServer(url: "http://new", accountID: "token:new")
+        let moved = try attach(b, to: fresh)
+        try await fresh.syncToQuiet([moved])
+        _ = try b.store.confirmMassDelete()
+        _ = await moved.engine.sync()
+        #expect(try b.store.list(directory: .root, afterCookie: 0, limit: 100).count == 10,
+                "a deletion pulled from the old server removes nothing once the profile moved")
+    }
 }
