@@ -29,14 +29,21 @@ extension NotesStore {
     public var kernelViewGeneration: UInt64 { kernelViews.generation }
 
     /// Applies `change` to the writer's text when `row` is written through a
-    /// stale view (or by a writer already in such a session) and returns the
-    /// note's new size; nil when the view is current and the write applies as it is.
+    /// stale view (or by a kernel writer already in such a session) and
+    /// returns the note's new size; nil when the write applies as it is (a
+    /// current view, or no view: not a write the kernel sent).
     func writeThroughStaleView(
         _ db: Connection, _ row: NoteRow, view: UInt64?, change: (Data) -> Data, commit: inout StoreCommit
     ) throws -> Int64? {
+        guard let view else {
+            // Not a kernel write (import, restore, a tool on the store): it
+            // applies as it is and ends any save through a stale view.
+            kernelViews.setSession(nil, of: row.id)
+            return nil
+        }
         let time = now
         var session = kernelViews.session(of: row.id, now: time)
-        if session == nil, let view {
+        if session == nil {
             switch kernelViews.judge(row.id, view: view) {
             case .current:
                 kernelViews.forget(row.id)

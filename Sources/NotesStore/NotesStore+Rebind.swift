@@ -29,16 +29,10 @@ extension NotesStore {
                 WHERE id = 1
                 """, url, accountID)
             try db.run("DELETE FROM outbox")
-            // The mass-delete guard's window and held pulls belong to the old
-            // server: a held deletion pulled from it must never remove a note
-            // the new server is about to receive.
+            // Deletions held from the old server must never remove a note the
+            // new one is about to receive. The guard's window stays: a mass
+            // delete spanning the move is still counted whole.
             try db.run("DELETE FROM held_pulls")
-            try db.run("DELETE FROM deletion_log")
-            try db.run(
-                """
-                UPDATE delete_guard SET held_since_ns = NULL, confirmed_ns = ?, tripped_deletions = 0, tripped_live = 0
-                WHERE id = 1
-                """, now)
             for table in ["folders", "notes"] {
                 try db.run(
                     "UPDATE \(table) SET server_version = NULL, base_exists = 0, synced_rev = local_rev WHERE deleted = 1")
