@@ -118,7 +118,7 @@ public final class NotesFileSystem: FileSystemOperations {
         }
         return FileAttributes(
             inode: inode, kind: kind, size: UInt64(max(0, entry.size)), permissions: entry.mode & 0o7777,
-            linkCount: kind == .directory ? 2 : 1, uid: ownerUID, gid: ownerGID,
+            linkCount: kind == .directory ? 2 + UInt32(clamping: entry.subdirectories) : 1, uid: ownerUID, gid: ownerGID,
             accessTimeNanoseconds: entry.modifiedNanoseconds, modificationTimeNanoseconds: entry.modifiedNanoseconds,
             changeTimeNanoseconds: entry.changedNanoseconds)
     }
