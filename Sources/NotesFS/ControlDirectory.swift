@@ -132,8 +132,10 @@ struct ControlDirectory: Sendable {
             modificationTimeNanoseconds: entry.savedNanoseconds, changeTimeNanoseconds: entry.savedNanoseconds)
     }
 
-    /// A history listing asks the store for this many entries at a time.
-    static let historyBatchEntries = 512
+    /// A history listing asks the store for this many entries at a time: a
+    /// kernel request holds 20–50 of them (one page), and the rows read past
+    /// the last one that fits are read again by the next request.
+    static let historyBatchEntries = 32
 
     /// Lists a control directory from `offset`: 1 is `.`, 2 is `..`; a
     /// history entry's offset is its seq + 2, so each page starts where the
