@@ -147,7 +147,9 @@ struct ControlDirectory: Sendable {
         guard let node = Self.node(forInode: directoryInode) else { throw FileSystemError.notFound }
         guard node == .root || node == .history else { throw FileSystemError.notADirectory }
         let selfAttributes = try attributes(node, uid: uid, gid: gid)
-        // Control inodes are not counted (forget ignores them), so no entry replies.
+        // Control inodes are not counted (forget ignores them). Generated
+        // files get no entry replies, so each stat asks again; history
+        // entries do (readdirplus), so `ls -l` costs no lookup per entry.
         for (index, name) in [".", ".."].enumerated() where Int64(index) >= offset {
             guard add(DirectoryEntry(name: name, attributes: selfAttributes, offset: Int64(index + 1), reply: nil))
             else { return }
@@ -165,9 +167,9 @@ struct ControlDirectory: Sendable {
         while true {
             let batch = try store.historyPage(afterSeq: after, limit: Self.historyBatchEntries)
             for entry in batch {
+                let attributes = Self.attributes(of: entry, uid: uid, gid: gid)
                 let listed = DirectoryEntry(
-                    name: entry.name, attributes: Self.attributes(of: entry, uid: uid, gid: gid),
-                    offset: entry.seq + 2, reply: nil)
+                    name: entry.name, attributes: attributes, offset: entry.seq + 2, reply: reply(attributes))
                 guard add(listed) else { return }
                 after = entry.seq
             }

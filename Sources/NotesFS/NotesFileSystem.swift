@@ -176,8 +176,9 @@ public final class NotesFileSystem: FileSystemOperations {
 
     public func lookup(parent: UInt64, name: String) throws -> EntryReply {
         if let node = control.child(ofInode: parent, name: name) {
-            var entry = reply(try controlAttributes(node, inode: ControlDirectory.inode(node)))
-            entry.attributeTimeoutSeconds = CacheTimeouts.controlAttributeSeconds
+            let inode = ControlDirectory.inode(node)
+            var entry = reply(try controlAttributes(node, inode: inode))
+            entry.attributeTimeoutSeconds = CacheTimeouts.attributeSeconds(of: inode)
             return entry
         }
         if ControlDirectory.owns(parent) { return negativeReply() }
