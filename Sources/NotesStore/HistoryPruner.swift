@@ -50,10 +50,17 @@ extension NotesStore {
     static let pruneStepEntriesMax = 64
     /// …and stops once it freed this many bytes (a larger entry still goes alone).
     static let pruneStepBytesMax: Int64 = 8 << 20
-    /// A vacuum step gives back at most this many pages (2 MiB at 4 KiB).
-    static let vacuumStepPages = 512
-    /// Free pages below this are left for the next writes to reuse.
+    /// A vacuum step gives back at most this many pages (256 KiB at 4 KiB):
+    /// each live page at the file's end is copied into a free one, and 512
+    /// pages of kept history took 30–85 ms a step (debug build), 64 take a
+    /// few.
+    static let vacuumStepPages = 64
+    /// Free pages up to this many, or up to an eighth of the file, are left
+    /// for the next writes to reuse: at the cap, each save's copy takes the
+    /// space the last pruned one left, and giving it back would move the
+    /// newest entries down the file on every save.
     static let vacuumFreePagesMin = 256
+    static let vacuumFreeFractionDivisor = 8
     /// A run stops after this many steps; the next save past the cap starts another.
     static let pruneRunStepsMax = 100_000
 
@@ -87,7 +94,8 @@ extension NotesStore {
         guard incrementalVacuum else { return .idle }
         let freed = try write(origin: .local, checkSpace: false) { db, _ -> Int in
             let before = try db.queryOne("PRAGMA freelist_count") { $0.int(0) } ?? 0
-            guard before > Self.vacuumFreePagesMin else { return 0 }
+            let pages = try db.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
+            guard before > max(Self.vacuumFreePagesMin, pages / Self.vacuumFreeFractionDivisor) else { return 0 }
             try db.execute("PRAGMA incremental_vacuum(\(Self.vacuumStepPages))")
             let after = try db.queryOne("PRAGMA freelist_count") { $0.int(0) } ?? 0
             return before - after
