@@ -5,9 +5,8 @@ import NotesModel
 public struct HistoryEntry: Hashable, Sendable {
     public var seq: Int64
     public var noteID: NoteID
-    /// The note's title when the copy was kept (empty in listings, which do not read it).
-    public var title: String
-    /// The note's path from the mount root when the copy was kept, without a leading `/`.
+    /// The note's path from the mount root when the copy was kept, without a
+    /// leading `/` (its title, for entries kept before paths were).
     public var path: String
     public var size: Int64
     public var savedNanoseconds: Int64
@@ -18,7 +17,7 @@ public struct HistoryEntry: Hashable, Sendable {
     /// the entry's number, before the extension, as conflict copies are named:
     /// `Work∕todo (truncated 2025-01-05 14.03.22 #17).md`. Local time.
     public var name: String {
-        var shown = path.isEmpty ? (title.isEmpty ? NameCodec.untitledName : title) : path
+        var shown = path.isEmpty ? NameCodec.untitledName : path
         shown = shown.replacingOccurrences(of: "/", with: "\u{2215}").replacingOccurrences(of: "\0", with: "\u{2400}")
         let (stem, ext) = NameParts.split(shown)
         let insert = " (\(reason.words) \(Self.localTime(savedNanoseconds)) #\(seq))"

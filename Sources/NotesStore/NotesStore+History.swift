@@ -45,29 +45,31 @@ extension NotesStore {
         }
     }
 
-    static let historyColumns = "seq, note_id, title, size, saved_ns, reason, path"
+    /// What a listing reads of an entry: every column but the title and the
+    /// body, all from the covering index `history_listing` (the table's row
+    /// holds the body before `path` and `size`, which would make SQLite walk
+    /// the body's overflow pages to reach them).
+    static let historyListingSelect =
+        "SELECT seq, note_id, size, saved_ns, reason, path FROM history INDEXED BY history_listing"
 
     static func historyEntry(from row: Row) -> HistoryEntry? {
         guard let id = NoteID(row.string(1)) else { return nil }
         return HistoryEntry(
-            seq: row.int64(0), noteID: id, title: row.string(2), path: row.string(6), size: row.int64(3),
-            savedNanoseconds: row.int64(4), reason: HistoryReason(stored: row.string(5)))
+            seq: row.int64(0), noteID: id, path: row.string(5), size: row.int64(2), savedNanoseconds: row.int64(3),
+            reason: HistoryReason(stored: row.string(4)))
     }
 
     /// History entries, newest first; for one note when `noteID` is given.
     public func history(for noteID: NoteID? = nil) throws(StoreError) -> [HistoryEntry] {
-        try read { db in
-            // `title` is not in the listing index; it is read from the row,
-            // whose body columns come after it and are not touched.
+        try readOneStatement { db in
             if let noteID {
                 return try db.query(
-                    "SELECT \(Self.historyColumns) FROM history WHERE note_id = ? ORDER BY seq DESC",
-                    noteID.description, map: Self.historyEntry
+                    Self.historyListingSelect + " WHERE note_id = ? ORDER BY seq DESC", noteID.description,
+                    map: Self.historyEntry
                 ).compactMap { $0 }
             }
-            return try db.query(
-                "SELECT \(Self.historyColumns) FROM history ORDER BY seq DESC", map: Self.historyEntry
-            ).compactMap { $0 }
+            return try db.query(Self.historyListingSelect + " ORDER BY seq DESC", map: Self.historyEntry)
+                .compactMap { $0 }
         }
     }
 
@@ -76,10 +78,8 @@ extension NotesStore {
     public func historyPage(afterSeq: Int64, limit: Int) throws(StoreError) -> [HistoryEntry] {
         try readOneStatement { db in
             try db.query(
-                """
-                SELECT seq, note_id, '', size, saved_ns, reason, path FROM history INDEXED BY history_listing
-                WHERE seq > ? ORDER BY seq LIMIT ?
-                """, afterSeq, max(0, limit), map: Self.historyEntry
+                Self.historyListingSelect + " WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, max(0, limit),
+                map: Self.historyEntry
             ).compactMap { $0 }
         }
     }
@@ -87,11 +87,7 @@ extension NotesStore {
     /// The history entry `seq`, or nil when it is gone (restored entries stay; pruned ones go).
     public func historyEntry(_ seq: Int64) throws(StoreError) -> HistoryEntry? {
         try readOneStatement { db in
-            try db.queryOne(
-                """
-                SELECT seq, note_id, '', size, saved_ns, reason, path FROM history INDEXED BY history_listing
-                WHERE seq = ?
-                """, seq, map: Self.historyEntry) ?? nil
+            try db.queryOne(Self.historyListingSelect + " WHERE seq = ?", seq, map: Self.historyEntry) ?? nil
         }
     }
 
