@@ -43,10 +43,18 @@ public final class NotesStore: @unchecked Sendable {
                 try db.execute("PRAGMA wal_autocheckpoint=\(Self.walCheckpointPages)")
                 try db.execute("PRAGMA journal_size_limit=\(Self.walSizeLimitBytes)")
                 try db.execute("PRAGMA secure_delete=\(Self.secureDelete)")
+                let fresh = try db.userVersion == 0
                 try Schema.migrate(db)
                 try NotesStore.ensureSyncState(db, configuration: configuration)
-                incrementalVacuum = try Self.enableIncrementalVacuum(
-                    db, freeBytes: Self.freeDiskBytes(in: directoryPath), reserve: configuration.diskReserveBytes)
+                // A new database is converted at once (nothing to copy); an
+                // older one by the store that prunes (the mount), not by
+                // every short command that opens it.
+                if fresh || configuration.historyPruning == .background {
+                    incrementalVacuum = try Self.enableIncrementalVacuum(
+                        db, freeBytes: Self.freeDiskBytes(in: directoryPath), reserve: configuration.diskReserveBytes)
+                } else {
+                    incrementalVacuum = try db.queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 2
+                }
             }
         }
         self.incrementalVacuum = incrementalVacuum
