@@ -29,7 +29,7 @@ final class HistoryPruner: Sendable {
         }
     }
 
-    /// Waits until the runs asked for so far are done (tests, close).
+    /// Waits until the runs asked for so far are done (tests).
     func waitUntilIdle() {
         queue.sync {}
     }
