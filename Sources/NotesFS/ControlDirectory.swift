@@ -63,41 +63,23 @@ struct ControlDirectory: Sendable {
     }
 
     /// The control node named `name` in directory `inode`, if there is one.
+    /// A history name must be the entry's whole current name (one indexed read).
     func child(ofInode inode: UInt64, name: String) -> Node? {
         if inode == 1 { return name == Self.name ? .root : nil }
         switch Self.node(forInode: inode) {
         case .root?:
             return Self.files.first { $0.0 == name }?.1
         case .history?:
-            guard let seq = Self.historySeq(fromName: name) else { return nil }
-            return .historyItem(seq)
+            // A failed read answers "no such name"; the next lookup asks again.
+            guard let entry = try? store.historyEntry(named: name) else { return nil }
+            return .historyItem(entry.seq)
         default:
             return nil
         }
     }
 
-    /// History files are named `<seq> <date> <title>`; the number is what
-    /// `notesfs restore` takes.
-    static func historyName(_ entry: HistoryEntry) -> String {
-        let seconds = Double(entry.savedNanoseconds) / 1e9
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH.mm.ss"
-        let stamp = formatter.string(from: Date(timeIntervalSince1970: seconds))
-        let safeTitle = entry.title.replacingOccurrences(of: "/", with: "\u{2215}")
-            .replacingOccurrences(of: "\0", with: "\u{2400}")
-        var name = "\(entry.seq) \(stamp) \(safeTitle)"
-        while name.utf8.count > 255 { name.removeLast() }
-        return name
-    }
-
-    static func historySeq(fromName name: String) -> Int64? {
-        guard let first = name.split(separator: " ", maxSplits: 1).first else { return nil }
-        return Int64(first)
-    }
-
     func historyEntry(_ seq: Int64) throws -> HistoryEntry {
-        guard let entry = try store.history().first(where: { $0.seq == seq }) else { throw FileSystemError.notFound }
+        guard let entry = try store.historyEntry(seq) else { throw FileSystemError.notFound }
         return entry
     }
 
@@ -105,15 +87,13 @@ struct ControlDirectory: Sendable {
         let now = NotesFileSystem.nowNanoseconds()
         switch node {
         case .root, .history:
+            // `.notesfs` holds one subdirectory, `history`.
             return FileAttributes(
-                inode: Self.inode(node), kind: .directory, size: 0, permissions: 0o555, linkCount: 2, uid: uid,
-                gid: gid, accessTimeNanoseconds: now, modificationTimeNanoseconds: now, changeTimeNanoseconds: now)
+                inode: Self.inode(node), kind: .directory, size: 0, permissions: 0o555,
+                linkCount: node == .root ? 3 : 2, uid: uid, gid: gid, accessTimeNanoseconds: now,
+                modificationTimeNanoseconds: now, changeTimeNanoseconds: now)
         case .historyItem(let seq):
-            let entry = try historyEntry(seq)
-            return FileAttributes(
-                inode: Self.inode(node), kind: .regular, size: UInt64(max(0, entry.size)), permissions: 0o444,
-                uid: uid, gid: gid, accessTimeNanoseconds: entry.savedNanoseconds,
-                modificationTimeNanoseconds: entry.savedNanoseconds, changeTimeNanoseconds: entry.savedNanoseconds)
+            return Self.attributes(of: try historyEntry(seq), uid: uid, gid: gid)
         default:
             return generatedAttributes(node, size: try content(node).count, uid: uid, gid: gid)
         }
@@ -145,30 +125,55 @@ struct ControlDirectory: Sendable {
         }
     }
 
+    static func attributes(of entry: HistoryEntry, uid: UInt32, gid: UInt32) -> FileAttributes {
+        FileAttributes(
+            inode: inode(.historyItem(entry.seq)), kind: .regular, size: UInt64(max(0, entry.size)),
+            permissions: 0o444, uid: uid, gid: gid, accessTimeNanoseconds: entry.savedNanoseconds,
+            modificationTimeNanoseconds: entry.savedNanoseconds, changeTimeNanoseconds: entry.savedNanoseconds)
+    }
+
+    /// A history listing asks the store for this many entries at a time: a
+    /// kernel request holds 20–50 of them (one page), and the rows read past
+    /// the last one that fits are read again by the next request.
+    static let historyBatchEntries = 32
+
+    /// Lists a control directory from `offset`: 1 is `.`, 2 is `..`; a
+    /// history entry's offset is its seq + 2, so each page starts where the
+    /// last one stopped and costs only the entries it returns.
     func list(
         directoryInode: UInt64, offset: Int64, uid: UInt32, gid: UInt32, reply: (FileAttributes) -> EntryReply,
         add: (DirectoryEntry) -> Bool
     ) throws {
         guard let node = Self.node(forInode: directoryInode) else { throw FileSystemError.notFound }
+        guard node == .root || node == .history else { throw FileSystemError.notADirectory }
         let selfAttributes = try attributes(node, uid: uid, gid: gid)
-        var children: [(String, FileAttributes)] = [(".", selfAttributes), ("..", selfAttributes)]
-        switch node {
-        case .root:
-            for (name, child) in Self.files {
-                children.append((name, try attributes(child, uid: uid, gid: gid)))
-            }
-        case .history:
-            for entry in try store.history() {
-                let child = Node.historyItem(entry.seq)
-                children.append((Self.historyName(entry), try attributes(child, uid: uid, gid: gid)))
-            }
-        default:
-            throw FileSystemError.notADirectory
+        // Control inodes are not counted (forget ignores them). Generated
+        // files get no entry replies, so each stat asks again; history
+        // entries do (readdirplus), so `ls -l` costs no lookup per entry.
+        for (index, name) in [".", ".."].enumerated() where Int64(index) >= offset {
+            guard add(DirectoryEntry(name: name, attributes: selfAttributes, offset: Int64(index + 1), reply: nil))
+            else { return }
         }
-        for (index, (name, attributes)) in children.enumerated() where Int64(index) >= offset {
-            // Control inodes are not counted (forget ignores them), so no entry reply.
-            let entry = DirectoryEntry(name: name, attributes: attributes, offset: Int64(index + 1), reply: nil)
-            guard add(entry) else { return }
+        if node == .root {
+            for (index, (name, child)) in Self.files.enumerated() where Int64(index + 2) >= offset {
+                let entry = DirectoryEntry(
+                    name: name, attributes: try attributes(child, uid: uid, gid: gid), offset: Int64(index + 3),
+                    reply: nil)
+                guard add(entry) else { return }
+            }
+            return
+        }
+        var after = max(0, offset - 2)
+        while true {
+            let batch = try store.historyPage(afterSeq: after, limit: Self.historyBatchEntries)
+            for entry in batch {
+                let attributes = Self.attributes(of: entry, uid: uid, gid: gid)
+                let listed = DirectoryEntry(
+                    name: entry.name, attributes: attributes, offset: entry.seq + 2, reply: reply(attributes))
+                guard add(listed) else { return }
+                after = entry.seq
+            }
+            if batch.count < Self.historyBatchEntries { return }
         }
     }
 }

@@ -50,8 +50,16 @@ enum CacheTimeouts {
     /// mtime moves on every getattr, so the kernel drops their pages.
     static let controlAttributeSeconds = 0.0
 
+    /// Generated control files get `controlAttributeSeconds`; the control
+    /// directories and history entries, which do not change under a reader,
+    /// get the usual timeout: a path walk into `.notesfs/history` checks both
+    /// directories' permissions, and with timeout 0 that was two getattr
+    /// round trips per entry of an `ls -l`.
     static func attributeSeconds(of inode: UInt64) -> Double {
-        ControlDirectory.owns(inode) ? controlAttributeSeconds : attributeSeconds
+        switch ControlDirectory.node(forInode: inode) {
+        case nil, .root?, .history?, .historyItem?: attributeSeconds
+        default: controlAttributeSeconds
+        }
     }
     /// Negative lookups (name not found) are cached briefly.
     static let negativeEntrySeconds = 1.0

@@ -47,11 +47,21 @@ final class FolderAttributeCache: Sendable {
         }
     }
 
-    /// True when `commit` may have changed a folder's attributes.
+    /// True when `commit` may have changed a folder's attributes: the folder
+    /// itself, or a directory named in one (its link count counts them).
     static func affects(_ commit: StoreCommit) -> Bool {
-        commit.changedEntries.contains { ref in
+        func isFolder(_ ref: EntryRef) -> Bool {
             if case .folder = ref { return true }
             return false
         }
+        func mayBeDirectory(_ ref: EntryRef) -> Bool {
+            switch ref {
+            case .folder, .local: return true
+            case .note, .root: return false
+            }
+        }
+        return commit.changedEntries.contains(where: isFolder)
+            || commit.addedNames.contains { mayBeDirectory($0.entry) }
+            || commit.removedNames.contains { mayBeDirectory($0.entry) }
     }
 }

@@ -118,7 +118,7 @@ public final class NotesFileSystem: FileSystemOperations {
         }
         return FileAttributes(
             inode: inode, kind: kind, size: UInt64(max(0, entry.size)), permissions: entry.mode & 0o7777,
-            linkCount: kind == .directory ? 2 : 1, uid: ownerUID, gid: ownerGID,
+            linkCount: kind == .directory ? 2 + UInt32(clamping: entry.subdirectories) : 1, uid: ownerUID, gid: ownerGID,
             accessTimeNanoseconds: entry.modifiedNanoseconds, modificationTimeNanoseconds: entry.modifiedNanoseconds,
             changeTimeNanoseconds: entry.changedNanoseconds)
     }
@@ -176,8 +176,9 @@ public final class NotesFileSystem: FileSystemOperations {
 
     public func lookup(parent: UInt64, name: String) throws -> EntryReply {
         if let node = control.child(ofInode: parent, name: name) {
-            var entry = reply(try controlAttributes(node, inode: ControlDirectory.inode(node)))
-            entry.attributeTimeoutSeconds = CacheTimeouts.controlAttributeSeconds
+            let inode = ControlDirectory.inode(node)
+            var entry = reply(try controlAttributes(node, inode: inode))
+            entry.attributeTimeoutSeconds = CacheTimeouts.attributeSeconds(of: inode)
             return entry
         }
         if ControlDirectory.owns(parent) { return negativeReply() }

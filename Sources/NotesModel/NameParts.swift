@@ -1,6 +1,6 @@
 /// Splits names into stem and extension and fits them into a byte limit; shared by
 /// every rule that puts text before an extension, so they all agree on what one is.
-enum NameParts {
+public enum NameParts {
     /// The longest tail after the last dot that still counts as an extension, dot
     /// included. Titles are often sentences ("Call mom. Then buy milk"); a long
     /// or spaced tail is part of the sentence, not a file type.
@@ -8,7 +8,7 @@ enum NameParts {
 
     /// `archive.tar.gz` -> (`archive.tar`, `.gz`); `.bashrc` -> (`.bashrc`, ``);
     /// `Call mom. Then buy milk` -> (the whole name, ``).
-    static func split(_ name: String) -> (stem: Substring, ext: Substring) {
+    public static func split(_ name: String) -> (stem: Substring, ext: Substring) {
         let utf8 = name.utf8
         let dot = UInt8(ascii: ".")
         // Leading dots mark hidden names (`.bashrc`, `..x`), never an extension.
@@ -25,7 +25,7 @@ enum NameParts {
 
     /// `stem + insert + ext`, with the stem cut at a character boundary so the whole
     /// is at most `bytesMax` UTF-8 bytes. `insert` and `ext` are always kept whole.
-    static func fit(stem: Substring, insert: String, ext: Substring, bytesMax: Int) -> String {
+    public static func fit(stem: Substring, insert: String, ext: Substring, bytesMax: Int) -> String {
         let fixedBytes = insert.utf8.count + ext.utf8.count
         // Callers bound their inserts and extensions are at most `extensionBytesMax`.
         precondition(fixedBytes < bytesMax, "insert '\(insert)' leaves no room for a stem")

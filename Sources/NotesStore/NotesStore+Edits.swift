@@ -173,7 +173,7 @@ extension NotesStore {
     func keepHistoryIfShrinking(_ db: Connection, _ row: NoteRow, newSize: Int) throws {
         let oldSize = row.body.count
         guard oldSize > 0, newSize == 0 || newSize * 2 < oldSize else { return }
-        let reason = newSize == 0 ? "truncated" : "shrunk"
+        let reason: HistoryReason = newSize == 0 ? .truncated : .shrunk
         try addHistory(db, noteID: row.id, title: row.title, body: row.body, reason: reason)
     }
 

@@ -20,8 +20,22 @@ extension NotesStore {
         COALESCE(no.mode, CASE n.entry_kind
             WHEN 'folder' THEN (SELECT mode FROM folders WHERE id = n.entry_id)
             WHEN 'local' THEN (SELECT mode FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 420),
-        CASE n.entry_kind WHEN 'local' THEN (SELECT type FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END
+        CASE n.entry_kind WHEN 'local' THEN (SELECT type FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END,
+        CASE n.entry_kind
+            WHEN 'folder' THEN \(subdirectoryCount("'f:' || n.entry_id"))
+            WHEN 'local' THEN \(subdirectoryCount("'l:' || n.entry_id")) END
         """
+    /// The subdirectories listed in the directory whose names key is `key`
+    /// (an SQL expression): its folders and local-only directories, found
+    /// through `names_directories` without visiting its notes.
+    static func subdirectoryCount(_ key: String) -> String {
+        """
+        (SELECT count(*) FROM names c INDEXED BY names_directories
+            WHERE c.parent_key = \(key) AND c.entry_kind IN ('folder', 'local')
+            AND (c.entry_kind = 'folder'
+                OR (SELECT type FROM local_entries WHERE seq = CAST(c.entry_id AS INTEGER)) = \(EntryKind.directory.rawValue)))
+        """
+    }
     static let entryJoins = """
         LEFT JOIN notes no INDEXED BY notes_listing ON n.entry_kind = 'note' AND no.id = n.entry_id
         """
@@ -53,13 +67,14 @@ extension NotesStore {
             ref: ref, name: row.string(2), parent: parent, kind: kind,
             size: kind == .directory ? 0 : row.int64(6), modifiedNanoseconds: modified,
             changedNanoseconds: modified, mode: UInt32(truncatingIfNeeded: row.int64(7)) & 0o7777,
-            cookie: row.int64(0))
+            cookie: row.int64(0), subdirectories: kind == .directory ? row.int(9) : 0)
     }
 
-    var rootEntry: Entry {
-        Entry(
+    func rootEntry(_ db: Connection) throws -> Entry {
+        let subdirectories = try db.queryOne("SELECT \(Self.subdirectoryCount("'r'"))") { $0.int(0) } ?? 0
+        return Entry(
             ref: .root, name: "", parent: nil, kind: .directory, size: 0, modifiedNanoseconds: openedNanoseconds,
-            changedNanoseconds: openedNanoseconds, mode: 0o755, cookie: 0)
+            changedNanoseconds: openedNanoseconds, mode: 0o755, cookie: 0, subdirectories: subdirectories)
     }
 
     /// The entry named `name` in `directory`, or nil.
@@ -75,12 +90,11 @@ extension NotesStore {
 
     /// The live entry for `ref`, or nil when it no longer exists.
     public func entry(for ref: EntryRef) throws(StoreError) -> Entry? {
-        if ref == .root { return rootEntry }
-        return try readOneStatement { db in try self.entry(db, for: ref) }
+        try readOneStatement { db in try self.entry(db, for: ref) }
     }
 
     func entry(_ db: Connection, for ref: EntryRef) throws -> Entry? {
-        if ref == .root { return rootEntry }
+        if ref == .root { return try rootEntry(db) }
         return try db.queryOne(
             Self.entrySelect + " WHERE n.entry_kind = ? AND n.entry_id = ?", ref.kindCode, ref.idText
         ) { Self.entry(from: $0) } ?? nil

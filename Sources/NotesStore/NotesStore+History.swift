@@ -1,80 +1,107 @@
 import Foundation
 import NotesModel
 import SQLiteKit
-import Synchronization
 
-/// A body kept because a commit truncated it or shrank it by more than half.
-public struct HistoryEntry: Hashable, Sendable {
-    public var seq: Int64
-    public var noteID: NoteID
-    public var title: String
-    public var size: Int64
-    public var savedNanoseconds: Int64
-    /// `truncated` or `shrunk`.
-    public var reason: String
-}
-
-// The local history: bounded in age and bytes, shown under .notesfs/history/.
+// The local history: bodies replaced by a truncation or a large shrink, kept
+// for restore, bounded in age and bytes, shown under .notesfs/history/.
+//
+// Listing and reading cost what is listed: entries are paged by their seq
+// from a covering index (`history_listing`), one row per entry, and a body is
+// only read when its own entry is. The size cap is held to a running total
+// (`history_total`, kept by triggers); pruning runs off the save path, in
+// bounded steps (`HistoryPruner`).
 extension NotesStore {
-    func addHistory(_ db: Connection, noteID: NoteID, title: String, body: Data, reason: String) throws {
+    func addHistory(_ db: Connection, noteID: NoteID, title: String, body: Data, reason: HistoryReason) throws {
         let latest = try db.queryOne(
             "SELECT body FROM history WHERE note_id = ? ORDER BY seq DESC LIMIT 1", noteID.description
         ) { $0.data(0) }
         guard latest != body else { return }
+        // The path as shown when the copy was kept: what the person saw.
+        let shown = try path(db, of: .note(noteID)) ?? title
         try db.run(
-            "INSERT INTO history(note_id, title, body, saved_ns, reason) VALUES (?, ?, ?, ?, ?)",
-            noteID.description, title, body, now, reason)
-        try pruneHistory(db)
+            "INSERT INTO history(note_id, title, body, saved_ns, reason, path, size) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            noteID.description, title, body, now, reason.stored, String(shown.drop { $0 == "/" }),
+            Int64(body.count))
+        if try historyNeedsPruning(db) { historyPruner.schedule() }
     }
 
-    /// Drops entries past the retention age, then the oldest ones past the size cap.
-    func pruneHistory(_ db: Connection) throws {
-        // Entries are added in time order, so the oldest come first by seq:
-        // stop at the first one still young. No pass over the whole table per
-        // save; a clock set back only keeps entries longer, never shorter.
-        let cutoff = now - configuration.historyRetentionNanoseconds
-        while let (seq, saved) = try db.queryOne(
-            "SELECT seq, saved_ns FROM history ORDER BY seq LIMIT 1", map: { ($0.int64(0), $0.int64(1)) }),
-            saved < cutoff
-        {
-            try db.run("DELETE FROM history WHERE seq = ?", seq)
+    /// True when the history is past its size cap or holds an entry past its
+    /// age: two reads of one row each, so every history insert can ask.
+    func historyNeedsPruning(_ db: Connection) throws -> Bool {
+        let total = try db.queryOne("SELECT bytes FROM history_total WHERE id = 1") { $0.int64(0) } ?? 0
+        if total > configuration.historyMaxBytes { return true }
+        let oldest = try db.queryOne(
+            "SELECT saved_ns FROM history INDEXED BY history_listing ORDER BY seq LIMIT 1"
+        ) { $0.int64(0) }
+        return oldest.map { $0 < now - configuration.historyRetentionNanoseconds } ?? false
+    }
+
+    /// The bytes and entries the history holds now (its running total).
+    public func historyTotal() throws(StoreError) -> HistoryTotal {
+        try readOneStatement { db in
+            try db.queryOne("SELECT bytes, entries FROM history_total WHERE id = 1") {
+                HistoryTotal(bytes: $0.int64(0), entries: $0.int64(1))
+            } ?? HistoryTotal(bytes: 0, entries: 0)
         }
-        // The size cap needs every entry's length (~13 ms for 20,000 entries):
-        // checked at the first truncation and then at most once a minute, so
-        // the history passes its cap by at most a minute of truncations.
-        guard historySizeCheck.due(at: now) else { return }
-        var total = try db.queryOne("SELECT COALESCE(sum(length(body)), 0) FROM history") { $0.int64(0) } ?? 0
-        while total > configuration.historyMaxBytes {
-            guard
-                let (seq, size) = try db.queryOne(
-                    "SELECT seq, length(body) FROM history ORDER BY seq LIMIT 1", map: { ($0.int64(0), $0.int64(1)) })
-            else { break }
-            try db.run("DELETE FROM history WHERE seq = ?", seq)
-            total -= size
-        }
+    }
+
+    /// What a listing reads of an entry: every column but the title and the
+    /// body, all from the covering index `history_listing` (the table's row
+    /// holds the body before `path` and `size`, which would make SQLite walk
+    /// the body's overflow pages to reach them).
+    static let historyListingSelect =
+        "SELECT seq, note_id, size, saved_ns, reason, path FROM history INDEXED BY history_listing"
+
+    static func historyEntry(from row: Row) -> HistoryEntry? {
+        guard let id = NoteID(row.string(1)) else { return nil }
+        return HistoryEntry(
+            seq: row.int64(0), noteID: id, path: row.string(5), size: row.int64(2), savedNanoseconds: row.int64(3),
+            reason: HistoryReason(stored: row.string(4)))
     }
 
     /// History entries, newest first; for one note when `noteID` is given.
     public func history(for noteID: NoteID? = nil) throws(StoreError) -> [HistoryEntry] {
-        try read { db in
-            let map: (Row) -> HistoryEntry? = { row in
-                guard let id = NoteID(row.string(1)) else { return nil }
-                return HistoryEntry(
-                    seq: row.int64(0), noteID: id, title: row.string(2), size: row.int64(3),
-                    savedNanoseconds: row.int64(4), reason: row.string(5))
-            }
-            let sql = "SELECT seq, note_id, title, length(body), saved_ns, reason FROM history"
+        try readOneStatement { db in
             if let noteID {
-                return try db.query(sql + " WHERE note_id = ? ORDER BY seq DESC", noteID.description, map: map)
-                    .compactMap { $0 }
+                return try db.query(
+                    Self.historyListingSelect + " WHERE note_id = ? ORDER BY seq DESC", noteID.description,
+                    map: Self.historyEntry
+                ).compactMap { $0 }
             }
-            return try db.query(sql + " ORDER BY seq DESC", map: map).compactMap { $0 }
+            return try db.query(Self.historyListingSelect + " ORDER BY seq DESC", map: Self.historyEntry)
+                .compactMap { $0 }
         }
+    }
+
+    /// Up to `limit` history entries with a seq above `afterSeq`, oldest
+    /// first: one page of a listing, read from the listing index alone.
+    public func historyPage(afterSeq: Int64, limit: Int) throws(StoreError) -> [HistoryEntry] {
+        try readOneStatement { db in
+            try db.query(
+                Self.historyListingSelect + " WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, max(0, limit),
+                map: Self.historyEntry
+            ).compactMap { $0 }
+        }
+    }
+
+    /// The history entry `seq`, or nil when it is gone (restored entries stay; pruned ones go).
+    public func historyEntry(_ seq: Int64) throws(StoreError) -> HistoryEntry? {
+        try readOneStatement { db in
+            try db.queryOne(Self.historyListingSelect + " WHERE seq = ?", seq, map: Self.historyEntry) ?? nil
+        }
+    }
+
+    /// The history entry shown under `name` (in `.notesfs/history` and by
+    /// `notesfs restore`), or nil when no entry has that name now.
+    public func historyEntry(named name: String) throws(StoreError) -> HistoryEntry? {
+        guard let seq = HistoryEntry.seq(fromName: name), let entry = try historyEntry(seq), entry.name == name
+        else { return nil }
+        return entry
     }
 
     /// The bytes a history entry kept.
     public func historyBody(_ seq: Int64) throws(StoreError) -> Data {
-        try read { db in
+        try readOneStatement { db in
             guard let body = try db.queryOne("SELECT body FROM history WHERE seq = ?", seq, map: { $0.data(0) }) else {
                 throw StoreError.notFound("history entry \(seq)")
             }
@@ -102,22 +129,6 @@ extension NotesStore {
             let id = NoteID(newUUID())
             try insertNote(db, id: id, content: NoteContent(title: title, body: body, folderID: nil), commit: &commit)
             return id
-        }
-    }
-}
-
-/// When the history's size was last checked against its cap.
-final class HistorySizeCheck: Sendable {
-    /// How often the size cap is checked at most.
-    static let intervalNanoseconds: Int64 = 60 * 1_000_000_000
-    private let lastCheck = Mutex<Int64?>(nil)
-
-    /// True (and remembered) when the last check is an interval old or more, or never ran.
-    func due(at now: Int64) -> Bool {
-        lastCheck.withLock { last in
-            if let previous = last, now >= previous, now - previous < Self.intervalNanoseconds { return false }
-            last = now
-            return true
         }
     }
 }

@@ -19,8 +19,10 @@ public final class NotesStore: @unchecked Sendable {
     private let directoryPath: String
     /// Whole listings kept while the database is unchanged (warm walks).
     let listingCache = ListingCache()
-    /// When the history was last held to its size cap.
-    let historySizeCheck = HistorySizeCheck()
+    /// Prunes the local history off the save path.
+    let historyPruner = HistoryPruner()
+    /// True when freed pages can be given back to the file system (`auto_vacuum=INCREMENTAL`).
+    let incrementalVacuum: Bool
     /// Text replaced behind the kernel's back, for judging writes made through older views.
     let kernelViews = KernelViewLedger()
     /// When this store was opened; the root directory's times.
@@ -34,13 +36,74 @@ public final class NotesStore: @unchecked Sendable {
         self.configuration = configuration
         self.directoryPath = (path as NSString).deletingLastPathComponent
         self.openedNanoseconds = configuration.clock.nowNanoseconds()
+        var incrementalVacuum = false
+        let directoryPath = (path as NSString).deletingLastPathComponent
         queue = try StoreError.wrap {
             try DatabaseQueue(path: path, label: "notesfs.store") { db in
                 try db.execute("PRAGMA wal_autocheckpoint=\(Self.walCheckpointPages)")
+                try db.execute("PRAGMA journal_size_limit=\(Self.walSizeLimitBytes)")
+                try db.execute("PRAGMA secure_delete=\(Self.secureDelete)")
+                let fresh = try db.userVersion == 0
                 try Schema.migrate(db)
                 try NotesStore.ensureSyncState(db, configuration: configuration)
+                // A new database is converted at once (nothing to copy); an
+                // older one by the store that prunes (the mount), not by
+                // every short command that opens it.
+                if fresh || configuration.historyPruning == .background {
+                    incrementalVacuum = try Self.enableIncrementalVacuum(
+                        db, freeBytes: Self.freeDiskBytes(in: directoryPath), reserve: configuration.diskReserveBytes)
+                } else {
+                    incrementalVacuum = try db.queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 2
+                }
             }
         }
+        self.incrementalVacuum = incrementalVacuum
+        if configuration.historyPruning == .background {
+            historyPruner.attach { [weak self] in
+                // A failed run leaves the history as it was; the next save
+                // past the cap, or the next open, starts another.
+                try? self?.pruneHistory()
+            }
+            // Entries may have aged past the retention while unmounted.
+            historyPruner.schedule()
+        }
+    }
+
+    /// Deleted content is zeroed only where SQLite writes the page anyway
+    /// (`secure_delete=FAST`), for every table: what the tables hold is the
+    /// person's own text (notes, their synced bases, frozen changes, the
+    /// history, local-only files) and sync bookkeeping, all of which also
+    /// lives on this disk in the files they edit, and on the server.
+    /// Debian builds SQLite with `secure_delete=ON`, which writes a page of
+    /// zeros for every page freed: a save of a 2 MiB note and each pruned
+    /// history entry then cost their size again in the log (docs/mount.md).
+    static let secureDelete = "FAST"
+
+    /// After a checkpoint empties the log, SQLite truncates the file to this
+    /// size; the log stays below the checkpoint size plus one transaction.
+    static let walSizeLimitBytes = 64 << 20
+
+    /// Turns on `auto_vacuum=INCREMENTAL` (once, for a database made before
+    /// it was used: a `VACUUM` copies the live pages into a new file), so
+    /// pruning can give pages back to the file system. Skipped, and tried
+    /// again at the next open, when the disk lacks room for the copy or the
+    /// database is busy. Returns whether it is on.
+    private static func enableIncrementalVacuum(_ db: Connection, freeBytes: Int64?, reserve: Int64) throws -> Bool {
+        let mode = try db.queryOne("PRAGMA auto_vacuum") { $0.int(0) }
+        if mode == 2 { return true }
+        let pageCount = try db.queryOne("PRAGMA page_count") { $0.int64(0) } ?? 0
+        let freePages = try db.queryOne("PRAGMA freelist_count") { $0.int64(0) } ?? 0
+        let pageSize = try db.queryOne("PRAGMA page_size") { $0.int64(0) } ?? 4_096
+        // The copy is written to a temporary file and to the log: twice the live pages.
+        let needed = 2 * (pageCount - freePages) * pageSize + reserve
+        guard let freeBytes, freeBytes > needed else { return false }
+        do {
+            try db.execute("PRAGMA auto_vacuum=INCREMENTAL; VACUUM")
+            _ = try db.checkpointAndTruncateLog()
+        } catch {
+            return false
+        }
+        return try db.queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 2
     }
 
     /// SQLite copies the WAL into the database (and syncs both) once the WAL
@@ -126,7 +189,9 @@ public final class NotesStore: @unchecked Sendable {
     }
 
     /// The bytes an unprivileged writer may still use on the database's disk; nil when unknown.
-    func freeDiskBytes() -> Int64? {
+    func freeDiskBytes() -> Int64? { Self.freeDiskBytes(in: directoryPath) }
+
+    static func freeDiskBytes(in directoryPath: String) -> Int64? {
         var info = statvfs()
         guard statvfs(directoryPath, &info) == 0 else { return nil }
         return Int64(info.f_bavail) * Int64(info.f_frsize)
@@ -167,6 +232,11 @@ public final class NotesStore: @unchecked Sendable {
                 """)
             return try db.queryOne("SELECT session FROM sync_state WHERE id = 1") { $0.int64(0) } ?? 0
         }
+    }
+
+    /// What the store's connection has done so far (tests bound a query's cost with it).
+    func databaseWork() -> WorkCounters {
+        queue.sync { $0.workCounters }
     }
 
     /// Runs SQLite's integrity check; `["ok"]` means healthy.

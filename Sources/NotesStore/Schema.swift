@@ -4,10 +4,10 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 3
+    static let currentVersion = 4
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
-    static let migrations: [String] = [version1, version2, version3]
+    static let migrations: [String] = [version1, version2, version3, version4]
 
     static func migrate(_ db: Connection) throws {
         let found = try db.userVersion
@@ -22,6 +22,49 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 4: the local history listed and pruned without reading bodies,
+    /// and directories' subdirectory counts (their link counts) from an index.
+    /// A history entry's path and size sit in a covering index beside its
+    /// time and reason (a listing of 10,000 entries never touches a body's
+    /// overflow pages); `history_total` is the running total the size cap is
+    /// held to, kept by triggers for every writer; `names_directories` counts
+    /// a directory's subdirectories without visiting its notes.
+    private static let version4 = """
+        ALTER TABLE history ADD COLUMN path TEXT NOT NULL DEFAULT '';
+        ALTER TABLE history ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+        UPDATE history SET path = title, size = length(CAST(body AS BLOB));
+        CREATE INDEX history_listing ON history(seq, saved_ns, size, reason, note_id, path);
+
+        CREATE TABLE history_total(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            bytes INTEGER NOT NULL,
+            entries INTEGER NOT NULL
+        );
+        INSERT INTO history_total(id, bytes, entries) SELECT 1, COALESCE(sum(size), 0), count(*) FROM history;
+        CREATE TRIGGER history_total_insert AFTER INSERT ON history BEGIN
+            UPDATE history_total SET bytes = bytes + new.size, entries = entries + 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER history_total_delete AFTER DELETE ON history BEGIN
+            UPDATE history_total SET bytes = bytes - old.size, entries = entries - 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER history_total_update AFTER UPDATE OF size ON history BEGIN
+            UPDATE history_total SET bytes = bytes + new.size - old.size WHERE id = 1;
+        END;
+        -- SQL that does not know the size column (tests, old tools) still counts right.
+        CREATE TRIGGER history_size_insert AFTER INSERT ON history
+        WHEN new.size IS NOT length(CAST(new.body AS BLOB))
+        BEGIN
+            UPDATE history SET size = length(CAST(new.body AS BLOB)) WHERE seq = new.seq;
+        END;
+        CREATE TRIGGER history_size_update AFTER UPDATE OF body ON history
+        WHEN new.size IS NOT length(CAST(new.body AS BLOB))
+        BEGIN
+            UPDATE history SET size = length(CAST(new.body AS BLOB)) WHERE seq = new.seq;
+        END;
+
+        CREATE INDEX names_directories ON names(parent_key) WHERE entry_kind IN ('folder', 'local');
+        """
 
     /// Version 3: the mass-delete guard's memory, so its rolling window, its
     /// hold and the pulled deletions it keeps aside survive restarts.

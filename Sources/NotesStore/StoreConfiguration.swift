@@ -11,6 +11,10 @@ public struct StoreConfiguration: Sendable {
     public var historyRetentionNanoseconds: Int64 = 7 * 24 * 3_600 * 1_000_000_000
     /// The local history's size cap; the oldest entries go first.
     public var historyMaxBytes: Int64 = 256 << 20
+    /// Whether the history is pruned by the store's own background queue
+    /// (`.background`) or only when a caller asks (`.manual`, for tests that
+    /// count steps).
+    public var historyPruning: HistoryPruning = .background
     /// The clock for timestamps and history ages.
     public var clock: StoreClock = .system
     /// The source of new ids (notes, changes, devices); the simulation makes it deterministic.
@@ -21,6 +25,12 @@ public struct StoreConfiguration: Sendable {
     public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
 
     public init() {}
+}
+
+/// Who runs the local history's pruning.
+public enum HistoryPruning: Sendable, Equatable {
+    case background
+    case manual
 }
 
 /// Merges a note's base, local and remote states (nil = absent or deleted)

@@ -133,6 +133,8 @@ public struct Entry: Hashable, Sendable {
     public var mode: UInt32
     /// A stable readdir cookie within its directory.
     public var cookie: Int64
+    /// For a directory, the subdirectories listed in it (its link count is 2 more).
+    public var subdirectories: Int = 0
 }
 
 /// Sync bookkeeping of one note or folder, for `user.notesfs.*` and status.

@@ -52,6 +52,8 @@ public final class Connection {
     private var statementCache: [String: Statement] = [:]
     private let statementCacheLimit: Int
     private var savepointDepth = 0
+    /// Counted by this connection's prepared statements (not `execute`).
+    var work = WorkCounters()
 
     /// Opens the database at `path` and applies `options`.
     public init(path: String, options: Options = Options()) throws(SQLiteError) {
@@ -210,6 +212,20 @@ public final class Connection {
     /// connection changed nothing in between.
     public var totalChanges: Int64 { sqlite3_total_changes64(handle) }
 
+    /// What this connection's prepared statements have done since it opened,
+    /// and the pages it touched: a measure of a query's cost that, unlike
+    /// time, a test can bound.
+    public var workCounters: WorkCounters {
+        // SQLite counts pages in 32 bits: taken and reset here, summed in 64.
+        for counter in [SQLITE_DBSTATUS_CACHE_HIT, SQLITE_DBSTATUS_CACHE_MISS] {
+            var current: Int32 = 0
+            var highest: Int32 = 0
+            sqlite3_db_status(handle, counter, &current, &highest, 1)
+            work.pages += Int64(current)
+        }
+        return work
+    }
+
     /// True while a transaction is open on this connection.
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
@@ -328,6 +344,16 @@ public final class Connection {
         return busy == 0
     }
 
+    /// Copies what it can of the write-ahead log into the database file
+    /// without waiting for readers or writers (`PRAGMA wal_checkpoint(PASSIVE)`).
+    /// Returns true when the whole log was copied (the database file then
+    /// also shrinks to its page count).
+    public func checkpointPassively() throws(SQLiteError) -> Bool {
+        let result = try queryOne("PRAGMA wal_checkpoint(PASSIVE)") { ($0.int(0), $0.int(1), $0.int(2)) }
+        guard let (busy, logFrames, copied) = result else { return true }
+        return busy == 0 && logFrames == copied
+    }
+
     /// `PRAGMA user_version`, used for schema versions.
     public var userVersion: Int {
         get throws(SQLiteError) { try queryOne("PRAGMA user_version") { $0.int(0) } ?? 0 }
@@ -345,3 +371,25 @@ public final class Connection {
 
 @available(*, unavailable)
 extension Connection: Sendable {}
+
+/// Work a connection did: statements run, rows returned, SQLite virtual
+/// machine steps (which grow with the rows a statement visits, returned or
+/// not) and pages read from the page cache or the file.
+public struct WorkCounters: Sendable, Equatable {
+    public var statements: Int64 = 0
+    public var rows: Int64 = 0
+    public var virtualMachineSteps: Int64 = 0
+    public var pages: Int64 = 0
+
+    public init() {}
+
+    /// The work done between `earlier` and this count.
+    public func since(_ earlier: WorkCounters) -> WorkCounters {
+        var difference = WorkCounters()
+        difference.statements = statements - earlier.statements
+        difference.rows = rows - earlier.rows
+        difference.virtualMachineSteps = virtualMachineSteps - earlier.virtualMachineSteps
+        difference.pages = pages - earlier.pages
+        return difference
+    }
+}

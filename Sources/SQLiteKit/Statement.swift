@@ -7,6 +7,8 @@ public final class Statement {
     /// The SQL text, kept for error messages.
     public let sql: String
     private unowned let connection: Connection
+    /// True once stepped since the last reset (counts one run per reset).
+    private var started = false
 
     init(connection: Connection, sql: String) throws(SQLiteError) {
         var statement: OpaquePointer?
@@ -26,6 +28,8 @@ public final class Statement {
 
     /// Clears previous bindings and state so the statement can run again.
     public func reset() {
+        connection.work.virtualMachineSteps += Int64(sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_VM_STEP, 1))
+        started = false
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
@@ -80,9 +84,15 @@ public final class Statement {
 
     /// Advances one row. Returns false when the statement is done.
     public func step() throws(SQLiteError) -> Bool {
+        if !started {
+            started = true
+            connection.work.statements += 1
+        }
         let code = sqlite3_step(handle)
         switch code {
-        case SQLITE_ROW: return true
+        case SQLITE_ROW:
+            connection.work.rows += 1
+            return true
         case SQLITE_DONE: return false
         default: throw connection.error(code: code, sql: sql)
         }

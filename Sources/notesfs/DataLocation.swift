@@ -39,7 +39,9 @@ struct DataLocation {
     var exists: Bool { FileManager.default.fileExists(atPath: databasePath) }
 
     /// Opens the profile's store, creating the directory when `create` is set.
-    func openStore(create: Bool) throws -> NotesStore {
+    /// Only the mount prunes the history (in the background, for as long as
+    /// it runs); a short command leaves it to the mount.
+    func openStore(create: Bool, prunesHistory: Bool = false) throws -> NotesStore {
         if !exists {
             guard create else {
                 throw CommandError.failed(
@@ -51,6 +53,8 @@ struct DataLocation {
                 throw CommandError.failed("cannot create \(directory.path): \(error.localizedDescription)")
             }
         }
-        return try NotesStore(path: databasePath)
+        var configuration = StoreConfiguration()
+        configuration.historyPruning = prunesHistory ? .background : .manual
+        return try NotesStore(path: databasePath, configuration: configuration)
     }
 }

@@ -295,7 +295,7 @@ struct MountDaemon {
         let log = try MountLog(
             path: location.directory.appendingPathComponent("mount.log").path, alsoStandardError: report.descriptor == nil)
         log.info("notesfs \(CommandLineTool.version) mounting \(location.directory.path) on \(mountpoint) (pid \(getpid()))")
-        let store = try location.openStore(create: true)
+        let store = try location.openStore(create: true, prunesHistory: true)
         try store.beginSession()
         do {
             let added = try store.prepareWriteAheadLog()

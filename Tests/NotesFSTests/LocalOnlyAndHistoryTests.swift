@@ -49,7 +49,7 @@ struct LocalOnlyAndHistoryTests {
         let listed = try fixture.sh("ls .notesfs && ls -a | grep -c notesfs || true")
         #expect(listed.contains("status.json"))
         #expect(listed.hasSuffix("0\n"), "readdir hides .notesfs")
-        let seq = try fixture.sh("ls .notesfs/history/ | head -1 | cut -d' ' -f1").trimmingCharacters(in: .whitespacesAndNewlines)
+        let seq = try fixture.sh("ls .notesfs/history/ | head -1 | sed -E 's/.*#([0-9]+)\\).*/\\1/'").trimmingCharacters(in: .whitespacesAndNewlines)
         guard let binary = MountFixture.binaryPath else { return }
         // Restored from another process while mounted: the mount notices and
         // drops the kernel's cached pages within about half a second.

@@ -272,14 +272,14 @@ import Testing
         let id = try store.createNote(in: .root, title: "n", body: Data(utf8: "precious text"))
         try store.truncate(.note(id), to: 0)
         let entry = try #require(try store.history(for: id).first)
-        #expect(entry.reason == "truncated")
+        #expect(entry.reason == .truncated)
         #expect(try store.historyBody(entry.seq) == Data(utf8: "precious text"))
         try store.restore(historyEntry: entry.seq)
         #expect(try store.contents(of: .note(id)) == Data(utf8: "precious text"))
         // Shrinking by more than half is kept too.
         try store.replaceBody(of: id, with: Data(utf8: "precious text, and more of it"))
         try store.replaceBody(of: id, with: Data(utf8: "prec"))
-        #expect(try store.history(for: id).first?.reason == "shrunk")
+        #expect(try store.history(for: id).first?.reason == .shrunk)
     }
 
     @Test(arguments: [
@@ -337,12 +337,26 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 3)
+        #expect(try Connection(path: path).userVersion == 4)
     }
 
-    /// Turns a current (v3) database back into the v1 layout: no size column,
+    /// Turns a current (v4) database back into the v3 layout: no history
+    /// paths, sizes, listing index or running total, no subdirectory index.
+    static func downgradeToVersion3(_ path: String) throws {
+        let db = try Connection(path: path)
+        try db.execute(
+            """
+            DROP TRIGGER history_total_insert; DROP TRIGGER history_total_delete; DROP TRIGGER history_total_update;
+            DROP TRIGGER history_size_insert; DROP TRIGGER history_size_update; DROP TABLE history_total;
+            DROP INDEX history_listing; DROP INDEX names_directories;
+            ALTER TABLE history DROP COLUMN path; ALTER TABLE history DROP COLUMN size; PRAGMA user_version = 3;
+            """)
+    }
+
+    /// Turns a current database back into the v1 layout: no size column,
     /// no listing index, no size triggers, no mass-delete guard tables.
     static func downgradeToVersion1(_ path: String) throws {
+        try downgradeToVersion3(path)
         let db = try Connection(path: path)
         try db.execute(
             """
@@ -362,7 +376,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 3)
+        #expect(try Connection(path: path).userVersion == 4)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -370,6 +384,32 @@ import Testing
             id.description
         ) { $0.string(3) }
         #expect(plan.contains { $0.contains("COVERING INDEX notes_listing") }, "\(plan)")
+    }
+
+    @Test func aVersion3HistoryIsMigratedWithSizesPathsAndItsRunningTotal() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("notes.sqlite")
+        do {
+            let store = try NotesStore(path: path)
+            let id = try store.createNote(in: .root, title: "a.md", body: Data(utf8: "0123456789"))
+            try store.truncate(.note(id), to: 0)
+            try store.replaceBody(of: id, with: Data(utf8: "abcdefghijklmnopqrst"))
+            try store.truncate(.note(id), to: 0)
+        }
+        try Self.downgradeToVersion3(path)
+        // As made by an older version: freed pages are never given back.
+        try Connection(path: path).execute("PRAGMA auto_vacuum=NONE; VACUUM")
+        #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
+
+        let store = try NotesStore(path: path)
+        #expect(try Connection(path: path).userVersion == 4)
+        #expect(try store.integrityCheck() == ["ok"])
+        #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
+        let entries = try store.historyPage(afterSeq: 0, limit: 10)
+        #expect(entries.map(\.size) == [10, 20])
+        #expect(entries.map(\.path) == ["a.md", "a.md"])
+        #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 2)
     }
 
     @Test func everyWriterKeepsTheListedSizeRight() throws {
@@ -395,7 +435,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 3)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 4)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }
