@@ -30,6 +30,12 @@ extension SimWorld {
         return kernel
     }
 
+    /// Closes every kernel's mount (the run is over).
+    func closeKernels() {
+        for kernel in kernelState.kernels.values { kernel.close() }
+        kernelState.kernels = [:]
+    }
+
     /// At the start of each step: notifications reach the kernels, and
     /// programs whose time has come write.
     func kernelStep() throws {

@@ -127,6 +127,9 @@ public final class SimWorld: @unchecked Sendable {
     /// Stops the server's writer thread and removes the run's files.
     public func remove() async {
         await stopSchedulers()
+        // A kernel's mount observes its device's store: closing it breaks the
+        // cycle that kept every run's databases open.
+        closeKernels()
         await serverStore.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
