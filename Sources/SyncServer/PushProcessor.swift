@@ -112,12 +112,16 @@ enum PushProcessor {
             }
             let outcome: ChangeResult.Outcome
             let existing = current[change.ref]
-            if let refusal = prepared.refusal {
-                outcome = .refused(reason: refusal.reason, message: refusal.message)
-                tally.refused += 1
-            } else if change.baseVersion != existing?.version {
+            // A stale base is a conflict first, even for a change that would
+            // be refused: a client settling a refusal resets the note to its
+            // base, and on a stale base it would never learn the newer version
+            // (its pulls skipped it while the note was dirty).
+            if change.baseVersion != existing?.version {
                 outcome = .conflict(current: existing?.wire)
                 tally.conflicts += 1
+            } else if let refusal = prepared.refusal {
+                outcome = .refused(reason: refusal.reason, message: refusal.message)
+                tally.refused += 1
             } else if change.kind == .folder, change.op == .put,
                 try makesCycle(folder: change.id, parent: change.folder?.parentId?.uuid, current, transaction)
             {

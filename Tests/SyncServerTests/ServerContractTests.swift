@@ -342,6 +342,23 @@ struct ContractTarget: Sendable, CustomTestStringConvertible {
     }
 
     @Test(arguments: ContractTarget.all)
+    func anOversizedChangeOnAStaleBaseIsAConflictNotARefusal(target: ContractTarget) async throws {
+        var limits = ProtocolLimits()
+        limits.noteBytesMax = 1_000
+        let h = try target.harness(limits: limits)
+        let token = try await h.account()
+        let id = NoteID()
+        let created = try await h.push([Make.note(id, body: "v1\n")], token: token)
+        let version = try #require(created[0].appliedVersion)
+        let renamed = try await h.push([Make.note(id, title: "renamed", body: "v1\n", base: version)], token: token)
+        #expect(renamed[0].appliedVersion != nil)
+        let oversized = try await h.push(
+            [Make.note(id, body: String(repeating: "z", count: 1_500), base: version)], token: token)
+        #expect(oversized.map(\.status) == ["conflict"], "the client must learn the newer version before any refusal")
+        await h.close()
+    }
+
+    @Test(arguments: ContractTarget.all)
     func limitsRefuseOneOversizedChangeAloneAndRejectOversizedPushesWhole(target: ContractTarget) async throws {
         var limits = ProtocolLimits()
         limits.noteBytesMax = 1_000
