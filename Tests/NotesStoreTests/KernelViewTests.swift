@@ -128,11 +128,11 @@ import Testing
         _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "one\ntwo\nTHREE\n"), append: false, view: view)
         #expect(try text(store, id) == "ONE\ntwo\nTHREE\n")
         // The same writer now changes the line the pull changed too.
-        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "XXX"), append: false, view: view)
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "zzz"), append: false, view: view)
         #expect(try text(store, id) == "ONE\ntwo\nthree\n")
         let entries = try store.list(directory: .root, afterCookie: 0, limit: 10)
         let copy = try #require(entries.first { $0.ref != .note(id) })
-        #expect(try store.contents(of: copy.ref) == Data(utf8: "XXX\ntwo\nTHREE\n"))
+        #expect(try store.contents(of: copy.ref) == Data(utf8: "zzz\ntwo\nTHREE\n"))
         #expect(entries.count == 2)
     }
 
