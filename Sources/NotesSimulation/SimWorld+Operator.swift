@@ -41,6 +41,7 @@ extension SimWorld {
             }
         }
         hasBackup = true
+        answersAtBackup = answers
         try reopenServerStore()
         trace("server backed up by the operator")
     }
@@ -63,6 +64,9 @@ extension SimWorld {
         let now = Date(timeIntervalSince1970: Double(time.now + time.serverJump) / 1e9)
         let noticed = try await counterMark.startNewEpochIfRestored(now: now)
         epoch = try await serverStore.epoch()
+        // The change ids the server answered after the backup are gone with
+        // it; a retry of one of them is a first delivery again.
+        answers = answersAtBackup
         staleAfterRestore = Set(devices.indices)
         trace("server put back from a backup without new-epoch; \(noticed == nil ? "not noticed" : "noticed: new epoch")")
         if breakage == .resyncDeletesWhatTheServerLacks { try deleteWhatTheServerLacks() }

@@ -40,6 +40,9 @@ public final class SimWorld: @unchecked Sendable {
     /// Bumped when the server forgets change ids (purge), so answers are compared within one memory.
     var purgeGeneration = 0
     var hasBackup = false
+    /// The answers the server remembered when the operator took the backup: a
+    /// restore without new-epoch takes the server's memory back to these.
+    var answersAtBackup: [String: [ChangeResult.Outcome]] = [:]
 
     // Faults
     var faultsEnabled = true
@@ -359,6 +362,7 @@ public final class SimWorld: @unchecked Sendable {
         } else {
             try copyDatabase(from: serverPath, to: backupPath)
             hasBackup = true
+            answersAtBackup = answers
             try reopenServer()
             trace("server backed up")
         }
