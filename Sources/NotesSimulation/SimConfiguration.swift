@@ -33,6 +33,10 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     case debounceNeverFires
     /// The scheduler never retries a failed run by itself (SimWorld+Scheduler.swift).
     case backoffNeverRetries
+    /// A large note's chunks outlive a writer that sets its body whole (a
+    /// pull, a merge, an edit): the store's `notes_unchunk` trigger is gone,
+    /// so the mount keeps showing the old chunks (SimDevice.swift).
+    case chunksOutliveWholeWrites
 }
 
 /// Fault kinds, counted per run.
@@ -109,6 +113,9 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
     public var kernelOpenRequests: Bool
     /// Every device runs its real `SyncScheduler` on simulated time (SimWorld+Scheduler.swift).
     public var runsSchedulers: Bool
+    /// Notes written past this many bytes keep their bodies in chunks of
+    /// `bodyChunkBytes` (nil: the store's defaults, which no simulated note reaches).
+    public var chunking: (threshold: Int, chunkBytes: Int)?
 
     public init(seed: UInt64) {
         var random = SimRandom(seed: seed ^ 0xC0FF_EE00_D15E_A5E5)
@@ -150,6 +157,8 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
         kernelRate = kernelRandom.int(1...4) == 1 ? 0 : 0.02 + kernelRandom.unit() * 0.13
         kernelOpenRequests = kernelRandom.int(1...3) == 1
         runsSchedulers = Self.runsSchedulers(seed: seed)
+        var chunkRandom = SimRandom(seed: seed ^ 0x4348_554E_4B53_5F31)
+        chunking = chunkRandom.int(1...2) == 1 ? (chunkRandom.int(8...200), chunkRandom.int(3...40)) : nil
     }
 
     public var description: String {
@@ -162,8 +171,8 @@ public struct SimConfiguration: Sendable, CustomStringConvertible {
             + "oversize=\(String(format: "%.3f", oversizeRate)) twins=\(String(format: "%.3f", twinRate)) "
             + "clocks=\(clockOffsets) noteLimit=\(serverNoteLimit) push=\(pushBatchMax)/\(pushBytesMax) "
             + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax) "
-            + "kernel=\(String(format: "%.3f", kernelRate))\(kernelOpenRequests ? "+opens" : "") faults[\(faults)]"
-            + "page=\(pullPageMax) index=\(indexPageMax) fetch=\(fetchBatchMax)"
+            + "kernel=\(String(format: "%.3f", kernelRate))\(kernelOpenRequests ? "+opens" : "")"
+            + (chunking.map { " chunks=\($0.chunkBytes)>\($0.threshold)" } ?? "")
             + (runsSchedulers ? " schedulers" : "") + " faults[\(faults)]"
     }
 }

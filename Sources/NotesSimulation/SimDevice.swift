@@ -94,6 +94,9 @@ final class SimDevice: @unchecked Sendable {
         world: SimWorld
     ) throws -> (NotesStore, SyncEngine, SimTransport, Connection) {
         let store = try NotesStore(path: path, configuration: configuration)
+        if world.breakage == .chunksOutliveWholeWrites {
+            try Connection(path: path).execute("DROP TRIGGER IF EXISTS notes_unchunk")
+        }
         try store.beginSession()
         let transport = SimTransport(world: world, device: index)
         let engine = try SyncEngine(store: store, transport: transport, configuration: engineConfiguration)
@@ -135,10 +138,10 @@ final class SimDevice: @unchecked Sendable {
         var tokens = Set<Int>()
         try reader.readTransaction {
             for sql in [
-                "SELECT body FROM notes WHERE deleted = 0", "SELECT data FROM local_entries WHERE type = 2",
+                "SELECT \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE deleted = 0", "SELECT data FROM local_entries WHERE type = 2",
                 "SELECT body FROM history",
                 """
-                SELECT body FROM notes n WHERE deleted = 1
+                SELECT \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE deleted = 1
                   AND EXISTS (SELECT 1 FROM delete_guard WHERE held_since_ns IS NOT NULL)
                   AND EXISTS (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = n.id
                               AND o.op = 'delete' AND o.state = 'pending')
@@ -159,7 +162,7 @@ final class SimDevice: @unchecked Sendable {
         var tokens = Set<Int>()
         try reader.forEachRow(
             """
-            SELECT body, CASE base_exists WHEN 1 THEN base_body ELSE x'' END FROM notes
+            SELECT \(NotesStore.noteBodySQL(of: "n")), CASE base_exists WHEN 1 THEN base_body ELSE x'' END FROM notes n
             WHERE deleted = 0 AND local_rev <> synced_rev
             """, arguments: []
         ) { row in
@@ -172,7 +175,7 @@ final class SimDevice: @unchecked Sendable {
     /// Live notes with their tokens, for the trace.
     func describeNotes() throws -> String {
         var parts = try reader.query(
-            "SELECT title, body, local_rev <> synced_rev, server_version, deleted FROM notes ORDER BY seq"
+            "SELECT title, \(NotesStore.noteBodySQL(of: "n")), local_rev <> synced_rev, server_version, deleted FROM notes n ORDER BY seq"
         ) { row -> String in
             let tokens = SimText.tokens(row.data(1)).sorted().map(String.init).joined(separator: ",")
             let flags = (row.bool(4) ? "†" : "") + (row.bool(2) ? "*" : "")
@@ -190,7 +193,7 @@ final class SimDevice: @unchecked Sendable {
                 "SELECT id, name, parent_id FROM folders WHERE deleted = 0 ORDER BY id"
             ) { "folder \($0.string(0)) \($0.string(1).debugDescription) parent=\($0.optionalString(2) ?? "-")" }
             let notes = try reader.query(
-                "SELECT id, title, folder_id, hex(body) FROM notes WHERE deleted = 0 ORDER BY id"
+                "SELECT id, title, folder_id, hex(\(NotesStore.noteBodySQL(of: "n"))) FROM notes n WHERE deleted = 0 ORDER BY id"
             ) {
                 "note \($0.string(0)) \($0.string(1).debugDescription) folder=\($0.optionalString(2) ?? "-") \($0.string(3))"
             }

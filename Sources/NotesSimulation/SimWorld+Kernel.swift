@@ -248,7 +248,7 @@ extension SimWorld {
             var notes = Set<Int>()
             let reader = device.reader
             try reader.readTransaction {
-                try reader.forEachRow("SELECT body FROM notes WHERE deleted = 0", arguments: []) { row in
+                try reader.forEachRow("SELECT \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE deleted = 0", arguments: []) { row in
                     notes.formUnion(SimText.tokens(row.data(0)))
                     return true
                 }

@@ -115,6 +115,10 @@ public final class SimWorld: @unchecked Sendable {
             store.clock = StoreClock { time.now + offset }
             let source = SimUUIDSource(seed: seed &* 31 &+ UInt64(index) &+ 17)
             store.newUUID = { source.next() }
+            if let chunking = configuration.chunking {
+                store.chunkedBodyThresholdBytes = chunking.threshold
+                store.bodyChunkBytes = chunking.chunkBytes
+            }
             if breakage == .mergeDropsLocal {
                 store.mergeNote = { _, _, remote in (remote, nil) }
             }

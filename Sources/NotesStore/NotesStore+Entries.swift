@@ -159,14 +159,19 @@ extension NotesStore {
     /// Up to `count` bytes of a note or local file from `offset`.
     public func read(_ ref: EntryRef, offset: Int64, count: Int) throws(StoreError) -> Data {
         guard offset >= 0, count >= 0 else { throw .invalidName("negative offset or count") }
-        return try readOneStatement { db in
+        let whole = try readOneStatement { db -> Data? in
             let data: Data?
             switch ref {
             case .note(let id):
-                data = try db.queryOne(
-                    "SELECT substr(body, ?, ?) FROM notes WHERE id = ? AND deleted = 0",
+                // A chunked body (chunk_bytes > 0) reads as NULL here and is
+                // read below from its chunks, in a transaction of its own.
+                let found = try db.queryOne(
+                    "SELECT chunk_bytes, CASE chunk_bytes WHEN 0 THEN substr(body, ?, ?) END FROM notes WHERE id = ? AND deleted = 0",
                     offset + 1, count, id.description
-                ) { $0.data(0) }
+                ) { ($0.int64(0), $0.data(1)) }
+                guard let found else { throw StoreError.notFound(ref.description) }
+                if found.0 > 0 { return nil }
+                data = found.1
             case .local(let seq):
                 data = try db.queryOne(
                     "SELECT substr(data, ?, ?) FROM local_entries WHERE seq = ? AND type = ?",
@@ -177,6 +182,21 @@ extension NotesStore {
             }
             guard let data else { throw StoreError.notFound(ref.description) }
             return data
+        }
+        if let whole { return whole }
+        guard case .note(let id) = ref else { throw .notFound(ref.description) }
+        return try read { db in
+            guard
+                let (seq, chunkBytes, size) = try db.queryOne(
+                    "SELECT seq, chunk_bytes, body_size FROM notes WHERE id = ? AND deleted = 0", id.description,
+                    map: { ($0.int64(0), $0.int64(1), $0.int64(2)) })
+            else { throw StoreError.notFound(ref.description) }
+            guard chunkBytes > 0 else {
+                return try db.queryOne(
+                    "SELECT substr(body, ?, ?) FROM notes WHERE seq = ?", offset + 1, count, seq, map: { $0.data(0) })
+                    ?? Data()
+            }
+            return try NoteChunks.read(db, seq: seq, chunkBytes: chunkBytes, size: size, offset: offset, count: count)
         }
     }
 

@@ -104,6 +104,11 @@ extension NotesStore {
         return try write(origin: .local) { db, commit in
             switch ref {
             case .note(let id):
+                if let result = try writeInChunks(
+                    db, id: id, offset: offset, bytes: bytes, append: append, view: view, commit: &commit)
+                {
+                    return result
+                }
                 guard let row = try NoteRow.load(db, id: id), !row.deleted else {
                     throw StoreError.notFound(ref.description)
                 }
@@ -138,6 +143,86 @@ extension NotesStore {
         }
     }
 
+    /// What a chunked write needs to know of a note, without its body.
+    private struct NoteExtent {
+        var seq: Int64
+        var title: String
+        var chunkBytes: Int64
+        var size: Int64
+        var synced: Bool
+
+        static func load(_ db: Connection, id: NoteID) throws -> NoteExtent? {
+            try db.queryOne(
+                "SELECT seq, title, chunk_bytes, body_size, server_version IS NOT NULL FROM notes WHERE id = ? AND deleted = 0",
+                id.description
+            ) { NoteExtent(seq: $0.int64(0), title: $0.string(1), chunkBytes: $0.int64(2), size: $0.int64(3), synced: $0.bool(4)) }
+        }
+    }
+
+    /// A kernel write into a large note, stored in the chunks it touches (a
+    /// note crossing `chunkedBodyThresholdBytes` is split into chunks first).
+    /// Nil when the write takes the whole-body path: a small note, a deleted
+    /// one, or a write through a stale view, which is merged.
+    private func writeInChunks(
+        _ db: Connection, id: NoteID, offset: Int64, bytes: Data, append: Bool, view: UInt64?,
+        commit: inout StoreCommit
+    ) throws -> KernelWriteResult? {
+        guard let extent = try NoteExtent.load(db, id: id) else { return nil }
+        let at = append ? extent.size : offset
+        let end = at + Int64(bytes.count)
+        guard extent.chunkBytes > 0 || end > Int64(configuration.chunkedBodyThresholdBytes) else { return nil }
+        guard kernelWriteAppliesAsItIs(id, view: view) else { return nil }
+        guard end <= Int64(configuration.noteSizeLimitBytes) else {
+            throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
+        }
+        try NoteChunks.markForSearch(db, seq: extent.seq)
+        var chunkBytes = extent.chunkBytes
+        if chunkBytes == 0 {
+            chunkBytes = Int64(max(1, configuration.bodyChunkBytes))
+            let body = try db.queryOne("SELECT body FROM notes WHERE seq = ?", extent.seq) { $0.data(0) } ?? Data()
+            try db.run(
+                "UPDATE notes SET body = x'', chunk_bytes = ?, body_size = ? WHERE seq = ?", chunkBytes,
+                Int64(body.count), extent.seq)
+            try NoteChunks.store(db, seq: extent.seq, body: body, chunkBytes: chunkBytes)
+        }
+        let newSize = try NoteChunks.write(
+            db, seq: extent.seq, chunkBytes: chunkBytes, size: extent.size, offset: at, bytes: bytes)
+        try noteChunkedEdit(db, id: id, extent: extent, newSize: newSize, commit: &commit)
+        return KernelWriteResult(size: newSize, kernelViewStale: append && offset != extent.size)
+    }
+
+    /// A kernel truncation of a chunked note that stays chunked (above the
+    /// threshold). False when it takes the whole-body path.
+    private func truncateInChunks(
+        _ db: Connection, id: NoteID, to size: Int64, view: UInt64?, commit: inout StoreCommit
+    ) throws -> Bool {
+        guard let extent = try NoteExtent.load(db, id: id), extent.chunkBytes > 0,
+            size > Int64(configuration.chunkedBodyThresholdBytes), kernelWriteAppliesAsItIs(id, view: view)
+        else { return false }
+        guard size != extent.size else { return true }
+        if size * 2 < extent.size {
+            // As for any edit that halves a note: the cut text stays in the history.
+            let body = try NoteChunks.assemble(db, seq: extent.seq, size: extent.size)
+            try addHistory(db, noteID: id, title: extent.title, body: body, reason: .shrunk)
+        }
+        try NoteChunks.markForSearch(db, seq: extent.seq)
+        try NoteChunks.resize(db, seq: extent.seq, chunkBytes: extent.chunkBytes, size: extent.size, to: size)
+        try noteChunkedEdit(db, id: id, extent: extent, newSize: size, commit: &commit)
+        return true
+    }
+
+    /// The bookkeeping of an edit made in chunks: size, time, revision, outbox.
+    private func noteChunkedEdit(
+        _ db: Connection, id: NoteID, extent: NoteExtent, newSize: Int64, commit: inout StoreCommit
+    ) throws {
+        try db.run(
+            "UPDATE notes SET body_size = ?, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?", newSize, now,
+            extent.seq)
+        try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
+        commit.changedEntries.insert(.note(id))
+        if extent.synced { commit.touchedSyncedNote = true }
+    }
+
     static func splice(_ body: Data, _ bytes: Data, at offset: Int) -> Data {
         var result = body
         if offset > result.count { result.append(Data(count: offset - result.count)) }
@@ -162,6 +247,7 @@ extension NotesStore {
         return try write(origin: .local) { db, commit in
             switch ref {
             case .note(let id):
+                if try truncateInChunks(db, id: id, to: size, view: view, commit: &commit) { return false }
                 guard let row = try NoteRow.load(db, id: id), !row.deleted else {
                     throw StoreError.notFound(ref.description)
                 }

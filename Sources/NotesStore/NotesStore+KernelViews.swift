@@ -28,6 +28,24 @@ extension NotesStore {
     /// told a note's size.
     public var kernelViewGeneration: UInt64 { kernelViews.generation }
 
+    /// True when a kernel write to note `id` through `view` applies as it is,
+    /// with the same bookkeeping as `writeThroughStaleView`; false when it must
+    /// go through that merge (a stale view, or a save already in a session).
+    func kernelWriteAppliesAsItIs(_ id: NoteID, view: UInt64?) -> Bool {
+        guard let view else {
+            kernelViews.setSession(nil, of: id)
+            return true
+        }
+        guard kernelViews.session(of: id, now: now) == nil else { return false }
+        switch kernelViews.judge(id, view: view) {
+        case .current, .forgotten:
+            kernelViews.forget(id)
+            return true
+        case .stale:
+            return false
+        }
+    }
+
     /// Applies `change` to the writer's text when `row` is written through a
     /// stale view (or by a kernel writer already in such a session) and
     /// returns the note's new size; nil when the write applies as it is (a

@@ -44,7 +44,7 @@ extension NotesStore {
     private func payloadSize(_ db: Connection, kind: EntityKind, entityID: String) throws -> Int {
         let sql =
             kind == .note
-            ? "SELECT CASE deleted WHEN 1 THEN 0 ELSE length(body) + length(CAST(title AS BLOB)) END FROM notes WHERE id = ?"
+            ? "SELECT CASE deleted WHEN 1 THEN 0 ELSE body_size + length(CAST(title AS BLOB)) END FROM notes WHERE id = ?"
             : "SELECT CASE deleted WHEN 1 THEN 0 ELSE length(CAST(name AS BLOB)) END FROM folders WHERE id = ?"
         return (try db.queryOne(sql, entityID) { $0.int(0) } ?? 0) + 128
     }

@@ -20,11 +20,16 @@ extension NotesStore {
             try db.run(
                 """
                 INSERT INTO notes_fts(rowid, title, body)
-                SELECT n.seq, n.title, n.body FROM fts_pending p JOIN notes n ON n.seq = p.seq WHERE n.deleted = 0
+                SELECT n.seq, n.title, \(NoteChunks.textSQL(of: "n")) FROM fts_pending p JOIN notes n ON n.seq = p.seq WHERE n.deleted = 0
                 """)
             try db.run("DELETE FROM fts_pending")
         }
     }
+
+    /// A SQL expression for the whole body of the `notes` row named `alias`
+    /// (a large body is kept in chunks): for checks that read the database
+    /// directly, such as the simulation's.
+    public static func noteBodySQL(of alias: String) -> String { NoteChunks.textSQL(of: alias) }
 
     /// True when some notes changed since the index was last brought up to date.
     public func searchIndexIsStale() throws(StoreError) -> Bool {
@@ -53,7 +58,7 @@ extension NotesStore {
             // once per search (a few dozen folders, thousands of notes).
             let rows = try db.query(
                 """
-                SELECT n.id, n.title, n.body, nm.parent_key, nm.name
+                SELECT n.id, n.title, \(NoteChunks.textSQL(of: "n")), nm.parent_key, nm.name
                 FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid
                 LEFT JOIN names nm ON nm.entry_kind = 'note' AND nm.entry_id = n.id
                 WHERE notes_fts MATCH ? AND notes_fts.rank MATCH 'bm25(5.0, 1.0)' AND n.deleted = 0

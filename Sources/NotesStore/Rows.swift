@@ -19,13 +19,16 @@ struct NoteRow {
     var localRev: Int64
     var syncedRev: Int64
     var conflictOf: NoteID?
+    /// Nonzero when the body is kept in chunks of this size (see `NoteChunks`).
+    var chunkBytes: Int64
+    var bodySize: Int64
 
     var content: NoteContent { NoteContent(title: title, body: body, folderID: folderID) }
     var isDirty: Bool { localRev != syncedRev }
 
     static let columns = """
         seq, id, folder_id, title, body, created_ns, updated_ns, mode, deleted, server_version,
-        base_exists, base_title, base_body, base_folder_id, local_rev, synced_rev, conflict_of
+        base_exists, base_title, base_body, base_folder_id, local_rev, synced_rev, conflict_of, chunk_bytes, body_size
         """
 
     /// Nil when the stored id is not a UUID (a damaged row is skipped, not trusted).
@@ -49,10 +52,17 @@ struct NoteRow {
         localRev = row.int64(14)
         syncedRev = row.int64(15)
         conflictOf = row.optionalString(16).flatMap(NoteID.init)
+        chunkBytes = row.int64(17)
+        bodySize = row.int64(18)
     }
 
+    /// The note with its whole body (joined from its chunks when it has them).
     static func load(_ db: Connection, id: NoteID) throws -> NoteRow? {
-        try db.queryOne("SELECT \(columns) FROM notes WHERE id = ?", id.description) { NoteRow(row: $0) } ?? nil
+        guard var row = try db.queryOne("SELECT \(columns) FROM notes WHERE id = ?", id.description, map: NoteRow.init)
+            ?? nil
+        else { return nil }
+        if row.chunkBytes > 0 { row.body = try NoteChunks.assemble(db, seq: row.seq, size: row.bodySize) }
+        return row
     }
 }
 

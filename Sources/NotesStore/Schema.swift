@@ -4,10 +4,10 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 4
+    static let currentVersion = 5
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
-    static let migrations: [String] = [version1, version2, version3, version4]
+    static let migrations: [String] = [version1, version2, version3, version4, version5]
 
     static func migrate(_ db: Connection) throws {
         let found = try db.userVersion
@@ -22,6 +22,58 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 5: large bodies stored in chunks, so a write into a large note
+    /// costs the size of the write, not of the note (see `NoteChunks`).
+    /// `chunk_bytes` is 0 for a body kept whole in `body`; otherwise `body` is
+    /// empty and `note_chunks` holds it in pieces of `chunk_bytes` (the last
+    /// may be shorter). Any writer that sets `body` stores it whole again
+    /// (`notes_unchunk`), so SQL that knows nothing of chunks stays right; the
+    /// search triggers read a chunked body through its chunks.
+    private static let version5 = """
+        ALTER TABLE notes ADD COLUMN chunk_bytes INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE note_chunks(
+            note_seq INTEGER NOT NULL,
+            idx INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (note_seq, idx)
+        );
+
+        DROP TRIGGER notes_size_update;
+        CREATE TRIGGER notes_size_update AFTER UPDATE OF body, body_size ON notes
+        WHEN new.chunk_bytes = 0 AND new.body_size IS NOT length(CAST(new.body AS BLOB))
+        BEGIN
+            UPDATE notes SET body_size = length(CAST(new.body AS BLOB)) WHERE seq = new.seq;
+        END;
+
+        DROP TRIGGER notes_fts_update;
+        CREATE TRIGGER notes_fts_update AFTER UPDATE OF title, body, deleted ON notes
+        WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.deleted IS NOT new.deleted
+        BEGIN
+            INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                SELECT 'delete', old.seq, old.title, \(NoteChunks.textSQL(seq: "old.seq", chunkBytes: "old.chunk_bytes", body: "old.body"))
+                WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+            INSERT OR IGNORE INTO fts_pending(seq) VALUES (new.seq);
+        END;
+        CREATE TRIGGER notes_unchunk AFTER UPDATE OF body ON notes
+        WHEN old.chunk_bytes > 0 AND new.chunk_bytes > 0
+        BEGIN
+            INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                SELECT 'delete', old.seq, old.title, \(NoteChunks.textSQL(seq: "old.seq", chunkBytes: "old.chunk_bytes", body: "old.body"))
+                WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+            INSERT OR IGNORE INTO fts_pending(seq) VALUES (new.seq);
+            DELETE FROM note_chunks WHERE note_seq = new.seq;
+            UPDATE notes SET chunk_bytes = 0, body_size = length(CAST(new.body AS BLOB)) WHERE seq = new.seq;
+        END;
+        DROP TRIGGER notes_fts_delete;
+        CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+            INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                SELECT 'delete', old.seq, old.title, \(NoteChunks.textSQL(seq: "old.seq", chunkBytes: "old.chunk_bytes", body: "old.body"))
+                WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+            DELETE FROM fts_pending WHERE seq = old.seq;
+            DELETE FROM note_chunks WHERE note_seq = old.seq;
+        END;
+        """
 
     /// Version 4: the local history listed and pruned without reading bodies,
     /// and directories' subdirectory counts (their link counts) from an index.

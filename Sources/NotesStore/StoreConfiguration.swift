@@ -5,6 +5,11 @@ import NotesModel
 public struct StoreConfiguration: Sendable {
     /// The largest note body in bytes (the server's limit); writes past it fail.
     public var noteSizeLimitBytes: Int = 16 << 20
+    /// A kernel write that takes a note past this size stores its body in
+    /// chunks, so later writes cost what they touch (see `NoteChunks`).
+    public var chunkedBodyThresholdBytes: Int = 256 << 10
+    /// The size of those chunks.
+    public var bodyChunkBytes: Int = 16 << 10
     /// Writes fail with `diskFull` when the data directory's free space drops below this.
     public var diskReserveBytes: Int64 = 32 << 20
     /// How long replaced bodies stay in the local history.

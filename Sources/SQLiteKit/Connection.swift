@@ -223,6 +223,10 @@ public final class Connection {
             sqlite3_db_status(handle, counter, &current, &highest, 1)
             work.pages += Int64(current)
         }
+        var written: Int32 = 0
+        var highest: Int32 = 0
+        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_WRITE, &written, &highest, 1)
+        work.pagesWritten += Int64(written)
         return work
     }
 
@@ -380,6 +384,8 @@ public struct WorkCounters: Sendable, Equatable {
     public var rows: Int64 = 0
     public var virtualMachineSteps: Int64 = 0
     public var pages: Int64 = 0
+    /// Pages written out (to the write-ahead log in WAL mode): what a change cost on disk.
+    public var pagesWritten: Int64 = 0
 
     public init() {}
 
@@ -390,6 +396,7 @@ public struct WorkCounters: Sendable, Equatable {
         difference.rows = rows - earlier.rows
         difference.virtualMachineSteps = virtualMachineSteps - earlier.virtualMachineSteps
         difference.pages = pages - earlier.pages
+        difference.pagesWritten = pagesWritten - earlier.pagesWritten
         return difference
     }
 }

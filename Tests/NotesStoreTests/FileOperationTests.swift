@@ -337,12 +337,65 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 4)
+        #expect(try Connection(path: path).userVersion == 5)
     }
 
-    /// Turns a current (v4) database back into the v3 layout: no history
+    /// Turns a current (v5) database back into the v4 layout: no chunks, and
+    /// the size and search triggers as they were.
+    static func downgradeToVersion4(_ path: String) throws {
+        let db = try Connection(path: path)
+        try db.execute(
+            """
+            DROP TRIGGER notes_unchunk; DROP TRIGGER notes_size_update; DROP TRIGGER notes_fts_update;
+            DROP TRIGGER notes_fts_delete; DROP TABLE note_chunks; ALTER TABLE notes DROP COLUMN chunk_bytes;
+            CREATE TRIGGER notes_size_update AFTER UPDATE OF body, body_size ON notes
+            WHEN new.body_size IS NOT length(CAST(new.body AS BLOB))
+            BEGIN
+                UPDATE notes SET body_size = length(CAST(new.body AS BLOB)) WHERE seq = new.seq;
+            END;
+            CREATE TRIGGER notes_fts_update AFTER UPDATE OF title, body, deleted ON notes
+            WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.deleted IS NOT new.deleted
+            BEGIN
+                INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                    SELECT 'delete', old.seq, old.title, old.body
+                    WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+                INSERT OR IGNORE INTO fts_pending(seq) VALUES (new.seq);
+            END;
+            CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+                INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                    SELECT 'delete', old.seq, old.title, old.body
+                    WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+                DELETE FROM fts_pending WHERE seq = old.seq;
+            END;
+            PRAGMA user_version = 4;
+            """)
+    }
+
+    @Test func aVersion4DatabaseIsMigratedAndItsLargeNotesGoToChunksOnTheirNextWrite() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("notes.sqlite")
+        var configuration = StoreConfiguration()
+        configuration.chunkedBodyThresholdBytes = 64
+        configuration.bodyChunkBytes = 16
+        let text = Data(utf8: String(repeating: "an old long note\n", count: 10))
+        let id = try NotesStore(path: path).createNote(in: .root, title: "a.md", body: text)
+        try Self.downgradeToVersion4(path)
+
+        let store = try NotesStore(path: path, configuration: configuration)
+        #expect(try Connection(path: path).userVersion == 5)
+        #expect(try store.integrityCheck() == ["ok"])
+        #expect(try store.search("old").map(\.noteID) == [id])
+        try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
+        #expect(try store.contents(of: .note(id)) == text + Data(utf8: "appended kangaroo\n"))
+        #expect(try store.search("kangaroo").map(\.noteID) == [id])
+        #expect(try store.search("old").map(\.noteID) == [id])
+    }
+
+    /// Turns a current database back into the v3 layout: no history
     /// paths, sizes, listing index or running total, no subdirectory index.
     static func downgradeToVersion3(_ path: String) throws {
+        try downgradeToVersion4(path)
         let db = try Connection(path: path)
         try db.execute(
             """
@@ -376,7 +429,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 4)
+        #expect(try Connection(path: path).userVersion == 5)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -403,7 +456,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 4)
+        #expect(try Connection(path: path).userVersion == 5)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -435,7 +488,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 4)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 5)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }

@@ -140,6 +140,11 @@ import Testing
         #expect(caught.violations.contains { $0.contains("the schedulers did not bring the devices to quiet") })
     }
 
+    @Test func chunksThatOutliveAWholeBodyWriteAreCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.chunksOutliveWholeWrites, within: 1...40))
+        #expect(!caught.violations.isEmpty)
+    }
+
     @Test func anEngineThatSettlesAFailedPushAsRefusedIsCaught() async throws {
         let caught = try #require(await Self.firstCatch(.failureSettlesAsRefused, within: 1...40))
         #expect(caught.violations.contains { $0.contains("though the server never refused it") })

@@ -1,0 +1,171 @@
+import Foundation
+import NotesModel
+import SQLiteKit
+import TestSupport
+import Testing
+
+@testable import NotesStore
+
+/// Large notes keep their bodies in chunks, so a write costs what it touches:
+/// the store's side of "16 MiB written in 4 KiB pieces runs in linear time".
+@Suite struct ChunkedBodyTests {
+    /// A store whose notes go to chunks past `threshold` bytes, in pieces of `chunk`.
+    func fixture(threshold: Int = 64, chunk: Int = 16) throws -> StoreFixture {
+        var configuration = StoreConfiguration()
+        configuration.chunkedBodyThresholdBytes = threshold
+        configuration.bodyChunkBytes = chunk
+        return try StoreFixture(configuration: configuration)
+    }
+
+    func chunkBytes(_ store: NotesStore, _ id: NoteID) throws -> Int64 {
+        try store.read { db in
+            try db.queryOne("SELECT chunk_bytes FROM notes WHERE id = ?", id.description) { $0.int64(0) } ?? -1
+        }
+    }
+
+    @Test func aLargeNoteWrittenInSmallPiecesWritesEachPieceOnceNotTheWholeNote() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "big.log", body: Data())
+        let piece = 4 << 10
+        let total = 4 << 20
+        var expected = Data(capacity: total)
+        let before = store.databaseWork()
+        for index in 0..<(total / piece) {
+            let bytes = Data(repeating: UInt8(truncatingIfNeeded: index % 251), count: piece)
+            try store.write(.note(id), offset: Int64(expected.count), bytes: bytes)
+            expected.append(bytes)
+        }
+        let written = store.databaseWork().since(before).pagesWritten * 4096
+        #expect(try store.contents(of: .note(id)) == expected)
+        // Rewriting the whole note per write would write about 2 GiB here
+        // (1,024 writes of 2 MiB on average, measured: 133 MiB for 1 MiB);
+        // in chunks of 16 KiB it writes about 45 MiB (the chunk, the row and
+        // its index entries, the outbox), the first 256 KiB whole.
+        #expect(written < 96 << 20, "wrote \(written >> 20) MiB to the database for a 4 MiB note")
+        #expect(try chunkBytes(store, id) > 0)
+    }
+
+    @Test func everyWriteAndTruncationReadsBackAsTheSameBytesAFileWouldHold() throws {
+        let fixture = try fixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data(utf8: "start\n"))
+        var model = Data(utf8: "start\n")
+        var name = "n"
+        var random = SystemRandomNumberGenerator()
+        var seed = UInt64.random(in: 0...UInt64.max, using: &random)
+        func next(_ bound: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(bound))
+        }
+        let startSeed = seed
+        for step in 0..<400 {
+            switch next(10) {
+            case 0...4:
+                let offset = next(model.count + 40)
+                let bytes = Data((0..<(1 + next(50))).map { _ in UInt8(65 + next(26)) })
+                try store.write(.note(id), offset: Int64(offset), bytes: bytes)
+                if offset > model.count { model.append(Data(count: offset - model.count)) }
+                if offset + bytes.count > model.count { model.append(Data(count: offset + bytes.count - model.count)) }
+                model.replaceSubrange(offset..<offset + bytes.count, with: bytes)
+            case 5...6:
+                let bytes = Data((0..<(1 + next(40))).map { _ in UInt8(97 + next(26)) })
+                _ = try store.write(.note(id), offset: 0, bytes: bytes, append: true, view: nil)
+                model.append(bytes)
+            case 7...8:
+                let size = next(model.count + 60)
+                try store.truncate(.note(id), to: Int64(size))
+                model = size <= model.count ? Data(model.prefix(size)) : model + Data(count: size - model.count)
+            default:
+                // A whole-body edit (a rename) stores the body whole again.
+                let newName = "n\(step)"
+                _ = try store.rename(from: .root, name: name, to: .root, newName: newName)
+                name = newName
+            }
+            let offset = next(model.count + 1)
+            let count = next(80)
+            let expectedRange = Data(model[min(offset, model.count)..<min(model.count, offset + count)])
+            #expect(
+                try store.read(.note(id), offset: Int64(offset), count: count) == expectedRange,
+                "seed \(startSeed) step \(step)")
+            #expect(try store.contents(of: .note(id)) == model, "seed \(startSeed) step \(step)")
+            #expect(try store.entry(for: .note(id))?.size == Int64(model.count), "seed \(startSeed) step \(step)")
+        }
+    }
+
+    @Test func aChunkedNoteIsFoundByItsWordsAndNoLongerByWordsItLost() throws {
+        let fixture = try fixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data())
+        try store.write(.note(id), offset: 0, bytes: Data(utf8: String(repeating: "filler ", count: 20) + "walrus\n"))
+        #expect(try chunkBytes(store, id) > 0)
+        #expect(try store.search("walrus").map(\.noteID) == [id])
+        // Rewritten in place (still chunked): the old word leaves the index.
+        try store.truncate(.note(id), to: 100)
+        try store.write(.note(id), offset: 140, bytes: Data(utf8: "narwhal\n"))
+        #expect(try chunkBytes(store, id) > 0)
+        #expect(try store.search("walrus").isEmpty)
+        #expect(try store.search("narwhal").map(\.noteID) == [id])
+        // Stored whole again by a rename, then deleted: gone from the index.
+        _ = try store.rename(from: .root, name: "n", to: .root, newName: "m")
+        #expect(try chunkBytes(store, id) == 0)
+        #expect(try store.search("narwhal").map(\.noteID) == [id])
+        try store.removeFile(in: .root, name: "m")
+        #expect(try store.search("narwhal").isEmpty)
+        #expect(try store.integrityCheck() == ["ok"])
+    }
+
+    @Test func aChunkedNoteTravelsWhole() throws {
+        let fixture = try fixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data())
+        let text = Data(utf8: (1...30).map { "line \($0)" }.joined(separator: "\n") + "\n")
+        for start in stride(from: 0, to: text.count, by: 7) {
+            try store.write(.note(id), offset: Int64(start), bytes: text[start..<min(text.count, start + 7)])
+        }
+        #expect(try chunkBytes(store, id) > 0)
+        let batch = try store.freezeBatch()
+        #expect(batch.count == 1)
+        #expect(batch.first?.note?.body == text)
+    }
+
+    @Test func cuttingAChunkedNoteKeepsWhatWasCutInTheHistory() throws {
+        let fixture = try fixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data())
+        let text = Data(utf8: String(repeating: "precious text\n", count: 20))
+        try store.write(.note(id), offset: 0, bytes: text)
+        #expect(try chunkBytes(store, id) > 0)
+        // Halved but still chunked, then cut to nothing: both kept.
+        try store.truncate(.note(id), to: 100)
+        try store.truncate(.note(id), to: 0)
+        let bodies = try store.history(for: id).map { try store.historyBody($0.seq) }
+        #expect(bodies.contains(text))
+        #expect(bodies.contains(Data(text.prefix(100))))
+        #expect(try store.contents(of: .note(id)).isEmpty)
+        #expect(try chunkBytes(store, id) == 0)
+    }
+
+    @Test func aPulledChangeReplacesAChunkedBodyWhole() throws {
+        let fixture = try fixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data())
+        try store.write(.note(id), offset: 0, bytes: Data(utf8: String(repeating: "local text\n", count: 10)))
+        for change in try store.freezeBatch() { try store.settle(change.changeID, outcome: .applied(version: 1)) }
+        let remote = Data(utf8: "remote\n")
+        try store.applyPulled(
+            [RemoteEntity(kind: .note, entityID: id.description, version: 2, deleted: false,
+                          note: NoteContent(title: "n", body: remote, folderID: nil))],
+            cursor: "c2")
+        #expect(try store.contents(of: .note(id)) == remote)
+        #expect(try chunkBytes(store, id) == 0)
+        let chunks = try store.read { db in try db.queryOne("SELECT count(*) FROM note_chunks") { $0.int(0) } ?? -1 }
+        #expect(chunks == 0)
+    }
+}
