@@ -200,7 +200,9 @@ enum FuseCallbacks {
         status.st_uid = attributes.uid
         status.st_gid = attributes.gid
         status.st_size = off_t(clamping: attributes.size)
-        status.st_blksize = 4096
+        // The write size programs pick (stdio buffers, `cp`, editors): each
+        // write is a request and a commit, so 128 KiB, not a page.
+        status.st_blksize = 128 << 10
         status.st_blocks = blkcnt_t(clamping: (attributes.size + 511) / 512)
         status.st_atim = timespec(nanoseconds: attributes.accessTimeNanoseconds)
         status.st_mtim = timespec(nanoseconds: attributes.modificationTimeNanoseconds)

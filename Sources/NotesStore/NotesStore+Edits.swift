@@ -76,11 +76,11 @@ extension NotesStore {
         try db.run(
             """
             UPDATE notes SET title = ?, body = ?, body_size = ?, \(movesFolder ? "folder_id = ?, " : "")updated_ns = ?,
-                local_rev = local_rev + 1
+                local_rev = local_rev + 1, \(Self.releaseOversizeHoldSQL)
             WHERE seq = ?
             """,
             arguments: [content.title, content.body, Int64(content.body.count)]
-                + (movesFolder ? [content.folderID?.description] : []) + [time, row.seq])
+                + (movesFolder ? [content.folderID?.description] : []) + [time, Int64(content.body.count), row.seq])
         try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
         commit.changedEntries.insert(.note(row.id))
         if row.serverVersion != nil { commit.touchedSyncedNote = true }
@@ -115,7 +115,8 @@ extension NotesStore {
         commit.changedEntries.insert(entry)
         if try everFrozen(db, kind: kind, id: entry.idText, serverVersion: serverVersion) {
             try db.run(
-                "UPDATE \(table) SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?", now, seq)
+                "UPDATE \(table) SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1\(kind == .note ? ", over_cap_size = 0" : "") WHERE seq = ?",
+                now, seq)
             try enqueue(db, kind: kind, id: entry.idText, op: "delete", commit: &commit)
         } else {
             try dropPending(db, kind: kind, id: entry.idText)
@@ -123,7 +124,8 @@ extension NotesStore {
                 // Clean: nothing about it is ever sent unless it is revived.
                 try db.run(
                     """
-                    UPDATE notes SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1, synced_rev = local_rev + 1
+                    UPDATE notes SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1, synced_rev = local_rev + 1,
+                        over_cap_size = 0
                     WHERE seq = ?
                     """, now, seq)
             } else {

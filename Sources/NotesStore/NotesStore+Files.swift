@@ -96,6 +96,17 @@ extension NotesStore {
     public func write(_ ref: EntryRef, offset: Int64, bytes: Data, append: Bool, view: UInt64?)
         throws(StoreError) -> KernelWriteResult
     {
+        do {
+            return try storeKernelWrite(ref, offset: offset, bytes: bytes, append: append, view: view)
+        } catch {
+            try holdIfOversized(ref, after: error)
+            throw error
+        }
+    }
+
+    private func storeKernelWrite(_ ref: EntryRef, offset: Int64, bytes: Data, append: Bool, view: UInt64?)
+        throws(StoreError) -> KernelWriteResult
+    {
         guard offset >= 0 else { throw .invalidName("negative offset") }
         let end = offset + Int64(bytes.count)
         if case .note = ref, !append, end > Int64(configuration.noteSizeLimitBytes) {
@@ -216,8 +227,10 @@ extension NotesStore {
         _ db: Connection, id: NoteID, extent: NoteExtent, newSize: Int64, commit: inout StoreCommit
     ) throws {
         try db.run(
-            "UPDATE notes SET body_size = ?, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?", newSize, now,
-            extent.seq)
+            """
+            UPDATE notes SET body_size = ?, updated_ns = ?, local_rev = local_rev + 1,
+                \(Self.releaseOversizeHoldSQL) WHERE seq = ?
+            """, newSize, now, newSize, extent.seq)
         try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
         commit.changedEntries.insert(.note(id))
         if extent.synced { commit.touchedSyncedNote = true }
@@ -240,6 +253,15 @@ extension NotesStore {
     /// A truncation as the kernel sends it; `view` as for `write(_:offset:bytes:append:view:)`.
     /// Returns true when the stored text differs from what the kernel believes.
     public func truncate(_ ref: EntryRef, to size: Int64, view: UInt64?) throws(StoreError) -> Bool {
+        do {
+            return try storeKernelTruncation(ref, to: size, view: view)
+        } catch {
+            try holdIfOversized(ref, after: error)
+            throw error
+        }
+    }
+
+    private func storeKernelTruncation(_ ref: EntryRef, to size: Int64, view: UInt64?) throws(StoreError) -> Bool {
         guard size >= 0 else { throw .invalidName("negative size") }
         if case .note = ref, size > Int64(configuration.noteSizeLimitBytes) {
             throw .tooLarge(limit: configuration.noteSizeLimitBytes)

@@ -9,7 +9,8 @@ extension NotesStore {
     /// in-flight row (resent unchanged), then pending rows frozen now — at most
     /// one in flight per entity, packed up to `maxCount` changes and `maxBytes`
     /// of payload (a single larger change travels alone). Tombstones of notes
-    /// and folders held by the mass-delete guard are left pending.
+    /// and folders held by the mass-delete guard, and notes held back for
+    /// size (NotesStore+SizeCap.swift), are left pending.
     public func freezeBatch(maxCount: Int = 100, maxBytes: Int = 4 << 20) throws(StoreError) -> [OutgoingChange] {
         try write(origin: .local, checkSpace: false) { db, _ in
             var batch = try inFlight(db)
@@ -20,6 +21,7 @@ extension NotesStore {
                 SELECT seq, entity_kind, entity_id, op FROM outbox o WHERE state = 'pending'
                 AND NOT EXISTS (SELECT 1 FROM outbox i WHERE i.state = 'in_flight'
                                 AND i.entity_kind = o.entity_kind AND i.entity_id = o.entity_id)
+                AND NOT \(Self.heldForSizeSQL(outbox: "o"))
                 ORDER BY seq
                 """
             ) { ($0.int64(0), $0.string(1), $0.string(2), $0.string(3)) }

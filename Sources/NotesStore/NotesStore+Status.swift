@@ -24,6 +24,10 @@ public struct StoreStatus: Sendable, Equatable {
     public var sync: SyncStateSnapshot
     /// Deletions held by the mass-delete guard, in each direction.
     public var massDeleteHold: MassDeleteHold
+    /// Paths of notes held back from sync because a write tried to take them past the size cap.
+    public var heldForSize: [String] = []
+    /// The size cap, for the message about those notes.
+    public var noteSizeLimitBytes: Int = 16 << 20
 }
 
 extension NotesStore {
@@ -77,7 +81,8 @@ extension NotesStore {
             return StoreStatus(
                 noteCount: notes, folderCount: folders, pendingCount: pending, oldestPendingNanoseconds: oldest,
                 unsyncedPaths: unsynced, conflictCopies: copyPaths, refusals: refusals, sync: sync,
-                massDeleteHold: hold)
+                massDeleteHold: hold, heldForSize: try notesHeldForSize(db),
+                noteSizeLimitBytes: configuration.noteSizeLimitBytes)
         }
     }
 }

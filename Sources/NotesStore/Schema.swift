@@ -24,7 +24,9 @@ enum Schema {
     }
 
     /// Version 5: large bodies stored in chunks, so a write into a large note
-    /// costs the size of the write, not of the note (see `NoteChunks`).
+    /// costs the size of the write, not of the note (see `NoteChunks`); and
+    /// `over_cap_size`, nonzero while a note that a write tried to take past
+    /// the size cap is held back from sync (NotesStore+SizeCap.swift).
     /// `chunk_bytes` is 0 for a body kept whole in `body`; otherwise `body` is
     /// empty and `note_chunks` holds it in pieces of `chunk_bytes` (the last
     /// may be shorter). Any writer that sets `body` stores it whole again
@@ -32,6 +34,7 @@ enum Schema {
     /// search triggers read a chunked body through its chunks.
     private static let version5 = """
         ALTER TABLE notes ADD COLUMN chunk_bytes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE notes ADD COLUMN over_cap_size INTEGER NOT NULL DEFAULT 0;
         CREATE TABLE note_chunks(
             note_seq INTEGER NOT NULL,
             idx INTEGER NOT NULL,

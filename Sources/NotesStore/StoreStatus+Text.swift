@@ -31,6 +31,14 @@ extension StoreStatus {
         if massDeleteHold.isHeld {
             lines.append(massDeleteHold.description)
         }
+        if !heldForSize.isEmpty {
+            let limit =
+                noteSizeLimitBytes % (1 << 20) == 0 ? "\(noteSizeLimitBytes >> 20) MiB" : "\(noteSizeLimitBytes)-byte"
+            lines.append(
+                "Held back from sync (a write past the \(limit) note limit was refused, so the note may be cut short;"
+                    + " make it smaller or delete it):")
+            for path in heldForSize.prefix(20) { lines.append("  \(path)") }
+        }
         if !refusals.isEmpty {
             lines.append("Refused by the server (text kept locally):")
             for refusal in refusals.prefix(20) {
@@ -57,6 +65,7 @@ extension StoreStatus {
             "pending": pendingCount,
             "unsynced": unsyncedPaths,
             "conflictCopies": conflictCopies,
+            "heldForSize": heldForSize,
             "heldDeletions": massDeleteHold.notesToSend + massDeleteHold.foldersToSend
                 + massDeleteHold.notesToApply + massDeleteHold.foldersToApply,
             "syncConfigured": sync.serverURL != nil,

@@ -32,7 +32,8 @@ struct SyncCommand: Command {
         notes database directly; the next mount sends the result.
 
         Exit codes: 0 synced; 1 failed (your notes are safe locally, it retries
-        by itself); 2 usage error; \(heldExitCode) (with --wait) synced, but deletions are held.
+        by itself); 2 usage error; \(heldExitCode) (with --wait) synced, but deletions are held,
+        or notes that a write past the note size limit cut short are held back.
         """
     static let spec = ArgumentSpec(
         options: DataLocation.options.union(["--server", "--token-file"]),
@@ -89,10 +90,18 @@ struct SyncCommand: Command {
             return 0
         case "ok"?:
             var summary = "Synced."
-            if let status = try? location.openStore(create: false).status() {
-                if status.pendingCount > 0 {
-                    summary += " \(status.pendingCount) changes still wait (made during the sync)."
-                }
+            let status = try? location.openStore(create: false).status()
+            if let status, !status.heldForSize.isEmpty {
+                let count = status.heldForSize.count
+                console.error(
+                    "Synced the other changes. \(count) note\(count == 1 ? " is" : "s are") held back: a write past "
+                        + "the note size limit cut \(count == 1 ? "it" : "them") short (\(status.heldForSize.prefix(3).joined(separator: ", "))"
+                        + "\(count > 3 ? ", …" : "")). Make \(count == 1 ? "it" : "them") smaller or delete \(count == 1 ? "it" : "them"); "
+                        + "'notesfs status' lists them.")
+                return heldExitCode
+            }
+            if let status, status.pendingCount > 0 {
+                summary += " \(status.pendingCount) changes still wait (made during the sync)."
             }
             console.out(summary)
             return 0

@@ -18,7 +18,9 @@ struct StoreSnapshot {
     static func read(_ databasePath: String) throws -> StoreSnapshot {
         let store = try NotesStore(path: databasePath)
         let connection = try Connection(path: databasePath)
-        let rows = try connection.query("SELECT id, body FROM notes WHERE deleted = 0") { ($0.string(0), $0.data(1)) }
+        let rows = try connection.query(
+            "SELECT n.id, \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE n.deleted = 0"
+        ) { ($0.string(0), $0.data(1)) }
         var notes: [String: Data] = [:]
         var ids: [String: String] = [:]
         for (id, body) in rows {

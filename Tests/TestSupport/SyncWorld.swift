@@ -85,7 +85,7 @@ extension SyncWorld {
     public static func snapshot(_ store: NotesStore) throws -> [String] {
         let db = try Connection(path: store.path, options: .init(mode: .readOnly, walJournal: false))
         let notes = try db.query(
-            "SELECT id, title, hex(body), folder_id FROM notes WHERE deleted = 0 ORDER BY id"
+            "SELECT id, title, hex(\(NotesStore.noteBodySQL(of: "n"))), folder_id FROM notes n WHERE deleted = 0 ORDER BY id"
         ) { "note \($0.string(0)) \($0.string(1)) \($0.string(3)) \($0.string(2))" }
         let folders = try db.query(
             "SELECT id, name, parent_id FROM folders WHERE deleted = 0 ORDER BY id"
