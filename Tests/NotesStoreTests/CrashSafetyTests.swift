@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// Kills a child process that commits saves in a loop (`notesfs-crash-child`)
-/// with SIGKILL at seeded random moments, 50 times against one database, and
+/// with SIGKILL at seeded moments, 50 times against one database, and
 /// checks after every kill that nothing it reported is lost and that the
 /// outbox still matches the notes.
 ///
@@ -14,9 +14,12 @@ import Testing
 /// The child is found next to the test binary, or at `NOTESFS_CRASH_CHILD`.
 @Suite struct CrashSafetyTests {
     static let runs = 50
-    /// Kills land between 0 and this many milliseconds after the child starts:
-    /// some during start-up and migration, most in the middle of saves.
+    /// One run in five is killed between 0 and this many milliseconds after
+    /// the child starts (start-up and migration); the others once the child
+    /// has reported a seeded number of saves, so that the kills land in the
+    /// middle of the save loop however busy the machine is.
     static let killDelayMillisecondsMax = 250
+    static let savesBeforeKill = 5...45
     static let defaultSeed: UInt64 = 20_240_601
 
     @Test func everySaveReportedBeforeASIGKILLIsStoredWithItsOutboxRow() async throws {
@@ -39,8 +42,10 @@ import Testing
         for run in 1...Self.runs {
             let context = "seed \(seed), run \(run) (replay with NOTESFS_CRASH_SEED=\(seed))"
             let delay = Int.random(in: 0...Self.killDelayMillisecondsMax, using: &random)
+            let savesToWait = Int.random(in: Self.savesBeforeKill, using: &random)
+            let moment: KillMoment = Int.random(in: 1...5, using: &random) == 1 ? .after(milliseconds: delay) : .afterSaves(savesToWait)
             let output = try await runChildAndKill(
-                child, databasePath: databasePath, seed: seed, run: run, afterMilliseconds: delay,
+                child, databasePath: databasePath, seed: seed, run: run, at: moment,
                 directory: directory, context: context)
             guard let output else { return }
             let events = try #require(CrashEvent.parse(output), "\(context): the child printed a line not understood")
@@ -56,10 +61,16 @@ import Testing
         #expect(model.live.count >= CrashModel.notesMinimum, "the child's notes should survive: \(model.live.count)")
     }
 
-    /// Runs the child, kills it after `afterMilliseconds`, and returns what it
-    /// printed; nil (with an issue recorded) when it did not die by the kill.
+    enum KillMoment {
+        case after(milliseconds: Int)
+        /// Once the child printed this many `saved` lines (or after 10 s).
+        case afterSaves(Int)
+    }
+
+    /// Runs the child, kills it at `moment`, and returns what it printed;
+    /// nil (with an issue recorded) when it did not die by the kill.
     private func runChildAndKill(
-        _ child: String, databasePath: String, seed: UInt64, run: Int, afterMilliseconds delay: Int,
+        _ child: String, databasePath: String, seed: UInt64, run: Int, at moment: KillMoment,
         directory: TemporaryDirectory, context: String
     ) async throws -> Data? {
         let outputPath = directory.file("run-\(run).out")
@@ -82,7 +93,19 @@ import Testing
         process.standardOutput = output
         process.standardError = errors
         try process.run()
-        try await Task.sleep(for: .milliseconds(delay))
+        switch moment {
+        case .after(let milliseconds):
+            try await Task.sleep(for: .milliseconds(milliseconds))
+        case .afterSaves(let count):
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                let printed = FileManager.default.contents(atPath: outputPath) ?? Data()
+                if String(decoding: printed, as: UTF8.self).components(separatedBy: "\nsaved ").count - 1 >= count {
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         guard process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL else {

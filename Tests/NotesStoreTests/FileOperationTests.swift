@@ -348,6 +348,7 @@ import Testing
             """
             DROP TRIGGER notes_unchunk; DROP TRIGGER notes_size_update; DROP TRIGGER notes_fts_update;
             DROP TRIGGER notes_fts_delete; DROP TABLE note_chunks; ALTER TABLE notes DROP COLUMN chunk_bytes;
+            ALTER TABLE notes DROP COLUMN over_cap_size;
             CREATE TRIGGER notes_size_update AFTER UPDATE OF body, body_size ON notes
             WHEN new.body_size IS NOT length(CAST(new.body AS BLOB))
             BEGIN
