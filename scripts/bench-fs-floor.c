@@ -10,7 +10,7 @@
 // readdirplus (auto), parallel dirops, async read, 1 MiB writes,
 // default_permissions, entry and attribute timeouts of 10 s, negative
 // entries cached 1 s, directory listings not cached, xattr requests answered
-// (none are kept), so the kernel keeps asking as it does notesfs.
+// as notesfs answers them, so the kernel keeps asking as it does notesfs.
 //
 // Built on demand by scripts/bench-fs:
 //   cc -O2 -o floorfs scripts/bench-fs-floor.c $(pkg-config --cflags --libs fuse3)
@@ -486,11 +486,13 @@ static void floor_statfs(fuse_req_t req, fuse_ino_t ino) {
     fuse_reply_statfs(req, &st);
 }
 
-// Extended attributes: none are kept, but each request is answered (ENOSYS
-// would make the kernel stop asking, which notesfs cannot have it do).
+// Extended attributes: none are kept, but each request is answered as
+// notesfs answers it (ENOSYS would make the kernel stop asking, which notesfs
+// cannot have it do): a missing user.* name is ENODATA, any other namespace
+// EOPNOTSUPP (after which `ls -l` stops asking for ACLs and SELinux labels).
 static void floor_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size) {
-    (void)ino; (void)name; (void)size;
-    fuse_reply_err(req, ENODATA);
+    (void)ino; (void)size;
+    fuse_reply_err(req, strncmp(name, "user.", 5) == 0 ? ENODATA : EOPNOTSUPP);
 }
 
 static void floor_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
@@ -500,8 +502,8 @@ static void floor_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 
 static void floor_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
                            int flags) {
-    (void)ino; (void)name; (void)value; (void)size; (void)flags;
-    fuse_reply_err(req, EOPNOTSUPP);
+    (void)ino; (void)value; (void)size; (void)flags;
+    fuse_reply_err(req, strncmp(name, "user.", 5) == 0 ? 0 : EOPNOTSUPP);
 }
 
 static void floor_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {
