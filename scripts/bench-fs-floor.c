@@ -15,6 +15,8 @@
 // Built on demand by scripts/bench-fs:
 //   cc -O2 -o floorfs scripts/bench-fs-floor.c $(pkg-config --cflags --libs fuse3)
 // Usage: floorfs MOUNTPOINT PIDFILE   (returns once mounted; unmount with fusermount3 -u)
+// For experiments only (bench-fs sets neither): FLOORFS_READDIRPLUS=0 turns
+// readdirplus off, FLOORFS_CACHE_READDIR=1 lets the kernel cache listings.
 #define FUSE_USE_VERSION 312
 #define _GNU_SOURCE
 #include <fuse_lowlevel.h>
@@ -57,6 +59,7 @@ static struct node **nodes;  // indexed by inode number; [0] unused
 static size_t node_count, node_capacity;
 enum { bucket_count = 1 << 17 };
 static struct node *buckets[bucket_count];
+static int wants_readdirplus = 1, caches_listings = 0;
 
 static size_t bucket_of(fuse_ino_t parent, const char *name) {
     uint64_t hash = 1469598103934665603ULL ^ parent;  // FNV-1a over the parent and the name
@@ -190,7 +193,8 @@ static void floor_init(void *userdata, struct fuse_conn_info *conn) {
     if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
     if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
-    if (conn->capable & FUSE_CAP_READDIRPLUS) {
+    if (!wants_readdirplus) conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+    if (wants_readdirplus && (conn->capable & FUSE_CAP_READDIRPLUS)) {
         conn->want |= FUSE_CAP_READDIRPLUS;
         if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO) conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
     }
@@ -414,8 +418,8 @@ static void floor_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
     if (!S_ISDIR(n->st.st_mode)) { fuse_reply_err(req, ENOTDIR); return; }
     // Listings are not cached by the kernel, as in notesfs (cachesListings).
     fi->fh = 0;
-    fi->cache_readdir = 0;
-    fi->keep_cache = 0;
+    fi->cache_readdir = caches_listings;
+    fi->keep_cache = caches_listings;
     fuse_reply_open(req, fi);
 }
 
@@ -545,6 +549,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s MOUNTPOINT PIDFILE\n", argv[0]);
         return 2;
     }
+    const char *setting = getenv("FLOORFS_READDIRPLUS");
+    if (setting && strcmp(setting, "0") == 0) wants_readdirplus = 0;
+    setting = getenv("FLOORFS_CACHE_READDIR");
+    if (setting && strcmp(setting, "1") == 0) caches_listings = 1;
     struct node *root = new_node(S_IFDIR | 0755, NULL);  // inode 0: never handed out
     root = root ? new_node(S_IFDIR | 0755, NULL) : NULL;  // inode 1: FUSE_ROOT_ID
     if (!root) return 1;
