@@ -33,6 +33,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     case debounceNeverFires
     /// The scheduler never retries a failed run by itself (SimWorld+Scheduler.swift).
     case backoffNeverRetries
+    /// The store keeps no ctime of its own: after a touch its times are
+    /// dropped, so the ctime follows the mtime back (SimWorld+Times.swift).
+    case ctimeFollowsMtime
 }
 
 /// Fault kinds, counted per run.
