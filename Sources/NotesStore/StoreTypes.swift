@@ -151,7 +151,9 @@ public struct LocalTimes: Hashable, Sendable {
     /// The atime set by `utimensat`; nil follows the mtime.
     var accessedNanoseconds: Int64?
 
-    init(changedNanoseconds: Int64? = nil, changedAtModifiedNanoseconds: Int64? = nil, accessedNanoseconds: Int64? = nil) {
+    init(
+        changedNanoseconds: Int64? = nil, changedAtModifiedNanoseconds: Int64? = nil, accessedNanoseconds: Int64? = nil
+    ) {
         self.changedNanoseconds = changedNanoseconds
         self.changedAtModifiedNanoseconds = changedAtModifiedNanoseconds
         self.accessedNanoseconds = accessedNanoseconds

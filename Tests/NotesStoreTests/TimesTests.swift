@@ -50,7 +50,9 @@ import Testing
         let lastCommit = Mutex<StoreCommit?>(nil)
         store.addObserver { commit in lastCommit.withLock { $0 = commit } }
 
-        func expectMoved(_ refs: [EntryRef], by action: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func expectMoved(
+            _ refs: [EntryRef], by action: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             clock.advance(seconds: 10)
             let before = try [work, other, stash, .root].map(entry)
             try action()
@@ -60,7 +62,8 @@ import Testing
                     #expect(new.modifiedNanoseconds == now && new.changedNanoseconds == now, "\(ref)",
                             sourceLocation: sourceLocation)
                 } else {
-                    #expect(new.modifiedNanoseconds == old.modifiedNanoseconds, "\(ref)", sourceLocation: sourceLocation)
+                    #expect(
+                        new.modifiedNanoseconds == old.modifiedNanoseconds, "\(ref)", sourceLocation: sourceLocation)
                     #expect(new.changedNanoseconds == old.changedNanoseconds, "\(ref)", sourceLocation: sourceLocation)
                 }
             }
