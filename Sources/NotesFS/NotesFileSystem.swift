@@ -119,7 +119,7 @@ public final class NotesFileSystem: FileSystemOperations {
         return FileAttributes(
             inode: inode, kind: kind, size: UInt64(max(0, entry.size)), permissions: entry.mode & 0o7777,
             linkCount: kind == .directory ? 2 + UInt32(clamping: entry.subdirectories) : 1, uid: ownerUID, gid: ownerGID,
-            accessTimeNanoseconds: entry.modifiedNanoseconds, modificationTimeNanoseconds: entry.modifiedNanoseconds,
+            accessTimeNanoseconds: entry.accessedNanoseconds, modificationTimeNanoseconds: entry.modifiedNanoseconds,
             changeTimeNanoseconds: entry.changedNanoseconds)
     }
 
@@ -161,7 +161,11 @@ public final class NotesFileSystem: FileSystemOperations {
         guard skipped || handles.hasAttachedHandle(on: inode) else { return }
         do {
             let content = try store.read(entry.ref, offset: 0, count: Self.readBytesMax)
-            let snapshot = HandleTable.Snapshot(content: content, attributes: attributes(entry, inode: inode))
+            // Its name is about to go: what is left is an unlinked file.
+            var detached = attributes(entry, inode: inode)
+            detached.linkCount = 0
+            detached.changeTimeNanoseconds = max(detached.changeTimeNanoseconds, Self.nowNanoseconds())
+            let snapshot = HandleTable.Snapshot(content: content, attributes: detached)
             if skipped {
                 inodes.setSnapshot(inode, snapshot)
             } else {
@@ -210,15 +214,19 @@ public final class NotesFileSystem: FileSystemOperations {
             inodes.learned(inode, view: view)
             return attributes(entry, inode: inode)
         }
-        if let kept = folderAttributes.attributes(of: inode, ref: ref) { return kept }
+        if let kept = folderAttributes.entry(of: inode, ref: ref) { return attributes(kept, inode: inode) }
         let generation = folderAttributes.generation
         guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
-        let result = attributes(entry, inode: inode)
-        folderAttributes.keep(result, of: inode, ref: ref, readAt: generation)
-        return result
+        folderAttributes.keep(entry, of: inode, readAt: generation)
+        return attributes(entry, inode: inode)
     }
 
     public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
+        // Every entry belongs to the user running the mount: a chown to
+        // anyone else cannot be kept (checked first, so nothing else of the
+        // request is applied), one that changes nothing succeeds.
+        if let uid = changes.uid, uid != ownerUID { throw FileSystemError.notPermitted }
+        if let gid = changes.gid, gid != ownerGID { throw FileSystemError.notPermitted }
         if let node = ControlDirectory.node(forInode: inode) {
             // Truncation is how `open(…, "w")` of a control file reaches us
             // when opens are skipped: refused as the open itself would be.
@@ -257,15 +265,21 @@ public final class NotesFileSystem: FileSystemOperations {
             dropKernelView(of: inode)
         }
         if let permissions = changes.permissions { try store.setMode(ref, mode: permissions) }
-        if let time = changes.modificationTime {
-            let nanoseconds: Int64
-            switch time {
-            case .now: nanoseconds = Self.nowNanoseconds()
-            case .nanoseconds(let value): nanoseconds = value
+        if changes.accessTime != nil || changes.modificationTime != nil {
+            let now = Self.nowNanoseconds()
+            func nanoseconds(_ time: AttributeChanges.Time?) -> Int64? {
+                switch time {
+                case .now: now
+                case .nanoseconds(let value): value
+                case nil: nil
+                }
             }
-            try store.setModified(ref, nanoseconds: nanoseconds)
+            try store.setTimes(
+                ref, accessed: nanoseconds(changes.accessTime), modified: nanoseconds(changes.modificationTime))
+        } else if changes.permissions == nil, changes.size == nil, changes.uid != nil || changes.gid != nil {
+            // A chown to the owner it has: only the ctime moves.
+            try store.touchStatus(ref)
         }
-        // Owners and access times are accepted and not kept.
         let view = store.kernelViewGeneration
         guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
         inodes.learned(inode, view: view)

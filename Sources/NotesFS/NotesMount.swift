@@ -52,7 +52,11 @@ public final class NotesMount: Sendable {
         store.addObserver { [fileSystem, invalidations] commit in
             // Before the kernel can hear of the change: whatever it asks next
             // is read from the store again.
-            if FolderAttributeCache.affects(commit) { fileSystem.folderAttributes.invalidateAll() }
+            if FolderAttributeCache.affects(commit) {
+                fileSystem.folderAttributes.invalidateAll()
+            } else {
+                fileSystem.folderAttributes.directoriesModified(commit.directoriesModified)
+            }
             let items: [Invalidation]
             if let requestDirectories = RequestMarker.currentDirectories {
                 // Commits made while serving a kernel request are already in

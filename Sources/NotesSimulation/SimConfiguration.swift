@@ -37,6 +37,9 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// pull, a merge, an edit): the store's `notes_unchunk` trigger is gone,
     /// so the mount keeps showing the old chunks (SimDevice.swift).
     case chunksOutliveWholeWrites
+    /// The store keeps no ctime of its own: after a touch its times are
+    /// dropped, so the ctime follows the mtime back (SimWorld+Times.swift).
+    case ctimeFollowsMtime
 }
 
 /// Fault kinds, counted per run.

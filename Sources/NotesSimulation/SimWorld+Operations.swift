@@ -71,6 +71,7 @@ extension SimWorld {
                 if case .local = $0.ref { return $0.kind == .file } else { return false }
             }
             let directories: [DirectoryRef] = [.root] + folders.compactMap { $0.ref.directory }
+            touchSometimes(device, items)
             let weights: [Double] = [
                 notes.count < 3 ? 3 : 1,  // create
                 notes.isEmpty ? 0 : 5,  // edit

@@ -69,6 +69,8 @@ public final class SimWorld: @unchecked Sendable {
     var massDeletes: [SimMassDelete] = []
     /// Simulated kernels in front of the devices' mounts (SimWorld+Kernel.swift).
     var kernelState = SimKernelState()
+    /// The ctimes each device showed (SimWorld+Times.swift).
+    var timesState = SimTimesState()
     /// Every device's real `SyncScheduler` on simulated time, in the seeds that run them (SimWorld+Scheduler.swift).
     var schedulers: SimSchedulers?
     /// Bumped by every push the server handles: it wakes parked long polls.

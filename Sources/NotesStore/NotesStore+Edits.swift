@@ -61,6 +61,11 @@ extension NotesStore {
         guard content.body.count <= configuration.noteSizeLimitBytes else {
             throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
         }
+        if let modified, modified != row.updatedNanoseconds {
+            // An mtime carried over (a rename-over takes its source's): the
+            // ctime is recorded first, so it moves to now and never back.
+            try recordStatusChange(db, .note(row.id), at: now, modified: modified)
+        }
         let time = modified ?? now
         guard content != row.content else {
             if let modified, modified != row.updatedNanoseconds {

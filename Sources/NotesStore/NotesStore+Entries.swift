@@ -23,7 +23,8 @@ extension NotesStore {
         CASE n.entry_kind WHEN 'local' THEN (SELECT type FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END,
         CASE n.entry_kind
             WHEN 'folder' THEN \(subdirectoryCount("'f:' || n.entry_id"))
-            WHEN 'local' THEN \(subdirectoryCount("'l:' || n.entry_id")) END
+            WHEN 'local' THEN \(subdirectoryCount("'l:' || n.entry_id")) END,
+        t.changed_ns, t.changed_at_modified_ns, t.accessed_ns
         """
     /// The subdirectories listed in the directory whose names key is `key`
     /// (an SQL expression): its folders and local-only directories, found
@@ -36,8 +37,11 @@ extension NotesStore {
                 OR (SELECT type FROM local_entries WHERE seq = CAST(c.entry_id AS INTEGER)) = \(EntryKind.directory.rawValue)))
         """
     }
+    /// `entry_times` holds rows only for entries whose ctime or atime
+    /// differs from their mtime (one primary-key probe per entry).
     static let entryJoins = """
         LEFT JOIN notes no INDEXED BY notes_listing ON n.entry_kind = 'note' AND no.id = n.entry_id
+        LEFT JOIN entry_times t ON t.entry_kind = n.entry_kind AND t.entry_id = n.entry_id
         """
     /// A page of a listing: the page's cookies are picked and sorted first, as
     /// bare integers, and only those rows are joined with their entities. (A
@@ -62,19 +66,35 @@ extension NotesStore {
         case .note: kind = .file
         case .local: kind = EntryKind(rawValue: row.int(8)) ?? .file
         }
-        let modified = row.int64(5)
         return Entry(
             ref: ref, name: row.string(2), parent: parent, kind: kind,
-            size: kind == .directory ? 0 : row.int64(6), modifiedNanoseconds: modified,
-            changedNanoseconds: modified, mode: UInt32(truncatingIfNeeded: row.int64(7)) & 0o7777,
-            cookie: row.int64(0), subdirectories: kind == .directory ? row.int(9) : 0)
+            size: kind == .directory ? 0 : row.int64(6), modifiedNanoseconds: row.int64(5),
+            mode: UInt32(truncatingIfNeeded: row.int64(7)) & 0o7777,
+            cookie: row.int64(0), subdirectories: kind == .directory ? row.int(9) : 0,
+            localTimes: LocalTimes(
+                changedNanoseconds: row.optionalInt64(10), changedAtModifiedNanoseconds: row.optionalInt64(11),
+                accessedNanoseconds: row.optionalInt64(12)))
     }
 
+    /// The root has no row of its own: its mtime is kept in `entry_times`
+    /// (until its first change, the time this store was opened).
     func rootEntry(_ db: Connection) throws -> Entry {
-        let subdirectories = try db.queryOne("SELECT \(Self.subdirectoryCount("'r'"))") { $0.int(0) } ?? 0
-        return Entry(
-            ref: .root, name: "", parent: nil, kind: .directory, size: 0, modifiedNanoseconds: openedNanoseconds,
-            changedNanoseconds: openedNanoseconds, mode: 0o755, cookie: 0, subdirectories: subdirectories)
+        try db.queryOne(
+            """
+            SELECT \(Self.subdirectoryCount("'r'")), t.changed_ns, t.changed_at_modified_ns, t.accessed_ns,
+                t.modified_ns
+            FROM (SELECT 1) LEFT JOIN entry_times t ON t.entry_kind = 'root' AND t.entry_id = ''
+            """
+        ) { row in
+            Entry(
+                ref: .root, name: "", parent: nil, kind: .directory, size: 0,
+                modifiedNanoseconds: row.optionalInt64(4) ?? openedNanoseconds, mode: 0o755, cookie: 0,
+                subdirectories: row.int(0),
+                localTimes: LocalTimes(
+                    changedNanoseconds: row.optionalInt64(1), changedAtModifiedNanoseconds: row.optionalInt64(2),
+                    accessedNanoseconds: row.optionalInt64(3)))
+        } ?? Entry(ref: .root, name: "", parent: nil, kind: .directory, size: 0,
+                   modifiedNanoseconds: openedNanoseconds, mode: 0o755, cookie: 0)
     }
 
     /// The entry named `name` in `directory`, or nil.

@@ -312,24 +312,11 @@ extension NotesStore {
         }
     }
 
-    /// Sets the modification time (kept as the note's local `updated_at`, never synced).
-    public func setModified(_ ref: EntryRef, nanoseconds: Int64) throws(StoreError) {
-        try write(origin: .local, checkSpace: false) { db, commit in
-            switch ref {
-            case .note(let id): try db.run("UPDATE notes SET updated_ns = ? WHERE id = ?", nanoseconds, id.description)
-            case .folder(let id):
-                try db.run("UPDATE folders SET updated_ns = ? WHERE id = ?", nanoseconds, id.description)
-            case .local(let seq): try db.run("UPDATE local_entries SET updated_ns = ? WHERE seq = ?", nanoseconds, seq)
-            case .root: return
-            }
-            commit.changedEntries.insert(ref)
-        }
-    }
-
     /// Sets permission bits (kept locally; never synced).
     public func setMode(_ ref: EntryRef, mode: UInt32) throws(StoreError) {
         let bits = Int64(mode & 0o7777)
         try write(origin: .local, checkSpace: false) { db, commit in
+            try recordStatusChange(db, ref, at: now)
             switch ref {
             case .note(let id): try db.run("UPDATE notes SET mode = ? WHERE id = ?", bits, id.description)
             case .folder(let id): try db.run("UPDATE folders SET mode = ? WHERE id = ?", bits, id.description)

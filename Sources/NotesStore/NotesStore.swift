@@ -152,7 +152,11 @@ public final class NotesStore: @unchecked Sendable {
         if checkSpace { try ensureFreeSpace() }
         var commit = StoreCommit(origin: origin)
         let result = try StoreError.wrap {
-            try queue.write { db in try body(db, &commit) }
+            try queue.write { db in
+                let result = try body(db, &commit)
+                try updateDirectoryTimes(db, &commit)
+                return result
+            }
         }
         notify(commit)
         return result

@@ -4,10 +4,10 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 5
+    static let currentVersion = 6
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
-    static let migrations: [String] = [version1, version2, version3, version4, version5]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6]
 
     static func migrate(_ db: Connection) throws {
         let found = try db.userVersion
@@ -22,6 +22,35 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 6: status-change and access times, kept on this machine only
+    /// (nothing here is synced, and writing it never queues a change). An
+    /// entry without a row shows its mtime as ctime and atime. `changed_ns`
+    /// is the ctime recorded while the mtime was `changed_at_modified_ns`:
+    /// once the mtime moves on (a write), the ctime is the later of the two,
+    /// so it never goes back. `accessed_ns` NULL follows the mtime.
+    /// `modified_ns` is the root's mtime (the root has no row of its own).
+    /// A row goes with its entity, so a reused local seq starts clean.
+    private static let version6 = """
+        CREATE TABLE entry_times(
+            entry_kind TEXT NOT NULL,
+            entry_id TEXT NOT NULL,
+            changed_ns INTEGER,
+            changed_at_modified_ns INTEGER,
+            accessed_ns INTEGER,
+            modified_ns INTEGER,
+            PRIMARY KEY (entry_kind, entry_id)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER entry_times_local_delete AFTER DELETE ON local_entries BEGIN
+            DELETE FROM entry_times WHERE entry_kind = 'local' AND entry_id = CAST(old.seq AS TEXT);
+        END;
+        CREATE TRIGGER entry_times_folder_delete AFTER DELETE ON folders BEGIN
+            DELETE FROM entry_times WHERE entry_kind = 'folder' AND entry_id = old.id;
+        END;
+        CREATE TRIGGER entry_times_note_delete AFTER DELETE ON notes BEGIN
+            DELETE FROM entry_times WHERE entry_kind = 'note' AND entry_id = old.id;
+        END;
+        """
 
     /// Version 5: large bodies stored in chunks, so a write into a large note
     /// costs the size of the write, not of the note (see `NoteChunks`); and

@@ -127,14 +127,47 @@ public struct Entry: Hashable, Sendable {
     public var size: Int64
     /// Modification time, nanoseconds since 1970.
     public var modifiedNanoseconds: Int64
-    /// Status change time, nanoseconds since 1970.
-    public var changedNanoseconds: Int64
     /// Permission bits (e.g. 0o644).
     public var mode: UInt32
     /// A stable readdir cookie within its directory.
     public var cookie: Int64
     /// For a directory, the subdirectories listed in it (its link count is 2 more).
     public var subdirectories: Int = 0
+    /// The ctime and atime kept on this machine (never synced).
+    public var localTimes = LocalTimes()
+
+    /// Status change time (ctime), nanoseconds since 1970.
+    public var changedNanoseconds: Int64 { localTimes.changed(modified: modifiedNanoseconds) }
+    /// Access time (atime), nanoseconds since 1970.
+    public var accessedNanoseconds: Int64 { localTimes.accessedNanoseconds ?? modifiedNanoseconds }
+}
+
+/// An entry's ctime and atime as recorded on this machine; an entry with
+/// nothing recorded shows its mtime for both.
+public struct LocalTimes: Hashable, Sendable {
+    /// The ctime recorded, while the mtime was `changedAtModifiedNanoseconds`.
+    var changedNanoseconds: Int64?
+    var changedAtModifiedNanoseconds: Int64?
+    /// The atime set by `utimensat`; nil follows the mtime.
+    var accessedNanoseconds: Int64?
+
+    init(
+        changedNanoseconds: Int64? = nil, changedAtModifiedNanoseconds: Int64? = nil, accessedNanoseconds: Int64? = nil
+    ) {
+        self.changedNanoseconds = changedNanoseconds
+        self.changedAtModifiedNanoseconds = changedAtModifiedNanoseconds
+        self.accessedNanoseconds = accessedNanoseconds
+    }
+
+    /// The ctime for an entry whose mtime is `modified`. Until the mtime moves
+    /// it is what was recorded (which may be before an mtime set into the
+    /// future); a write since then (the mtime moved, unrecorded) happened
+    /// after the record, so the later of the two.
+    func changed(modified: Int64) -> Int64 {
+        guard let changedNanoseconds else { return modified }
+        if modified == changedAtModifiedNanoseconds { return changedNanoseconds }
+        return max(changedNanoseconds, modified)
+    }
 }
 
 /// Sync bookkeeping of one note or folder, for `user.notesfs.*` and status.
@@ -179,6 +212,9 @@ public struct StoreCommit: Sendable {
     public var removedNames: [DirectoryName] = []
     /// Names that appeared in a directory.
     public var addedNames: [DirectoryName] = []
+    /// Directories whose entries changed, with the time now their mtime and
+    /// ctime (never a synced change).
+    public var directoriesModified: [DirectoryRef: Int64] = [:]
     /// True when the outbox gained work (wakes the sync engine).
     public var outboxChanged = false
     /// True when a note the server already has was changed (pushed at once on close or fsync).

@@ -337,12 +337,23 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 5)
+        #expect(try Connection(path: path).userVersion == 6)
     }
 
-    /// Turns a current (v5) database back into the v4 layout: no chunks, and
+    /// Turns a current (v6) database back into the v5 layout: no local
+    /// status-change and access times.
+    static func downgradeToVersion5(_ path: String) throws {
+        try Connection(path: path).execute(
+            """
+            DROP TRIGGER entry_times_local_delete; DROP TRIGGER entry_times_folder_delete;
+            DROP TRIGGER entry_times_note_delete; DROP TABLE entry_times; PRAGMA user_version = 5;
+            """)
+    }
+
+    /// Turns a current database back into the v4 layout: no chunks, and
     /// the size and search triggers as they were.
     static func downgradeToVersion4(_ path: String) throws {
+        try downgradeToVersion5(path)
         let db = try Connection(path: path)
         try db.execute(
             """
@@ -384,7 +395,7 @@ import Testing
         try Self.downgradeToVersion4(path)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 5)
+        #expect(try Connection(path: path).userVersion == 6)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.search("old").map(\.noteID) == [id])
         try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
@@ -430,7 +441,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 5)
+        #expect(try Connection(path: path).userVersion == 6)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -457,7 +468,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 5)
+        #expect(try Connection(path: path).userVersion == 6)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -489,7 +500,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 5)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 6)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }
