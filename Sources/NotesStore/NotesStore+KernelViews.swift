@@ -92,7 +92,7 @@ extension NotesStore {
         guard session.writer.count <= configuration.noteSizeLimitBytes else {
             throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
         }
-        let stored = try mergeWriterSession(db, row, session, commit: &commit)
+        let stored = try mergeWriterSession(db, row, &session, commit: &commit)
         session.stored = stored
         kernelViews.setSession(session, of: row.id)
         return Int64(stored.count)
@@ -102,35 +102,50 @@ extension NotesStore {
     /// clash, keeps the note's text and the writer's in a conflict copy.
     /// Returns the note's body as stored.
     private func mergeWriterSession(
-        _ db: Connection, _ row: NoteRow, _ session: KernelViewLedger.Session, commit: inout StoreCommit
+        _ db: Connection, _ row: NoteRow, _ session: inout KernelViewLedger.Session, commit: inout StoreCommit
     ) throws -> Data {
         func content(_ body: Data) -> NoteContent { NoteContent(title: row.title, body: body, folderID: row.folderID) }
         let merged = configuration.mergeNote(content(session.view), content(session.writer), content(session.remote))
         let copyID = ConflictPolicy.conflictCopyID(for: session.changeID)
+        let earlierCopy = try NoteRow.load(db, id: copyID)
         if merged.conflictCopy == nil, let result = merged.result {
             try editNote(db, row, to: result, commit: &commit)
             // An earlier write of this save clashed (a truncation before the
-            // rewrite): its copy held half a save and goes.
-            if let existing = try NoteRow.load(db, id: copyID), !existing.deleted {
-                try deleteNote(db, existing, commit: &commit)
+            // rewrite): its copy held half a save and goes, unless it holds
+            // lines this save no longer has (another program's save joined
+            // within the second: its copy is all that is left of it).
+            if let earlierCopy, !earlierCopy.deleted,
+                Self.isEarlierState(earlierCopy.body, of: session.writer, keptIn: result.body)
+            {
+                try deleteNote(db, earlierCopy, commit: &commit)
             }
             return result.body
         }
         try editNote(db, row, to: content(session.remote), commit: &commit)
-        if let existing = try NoteRow.load(db, id: copyID) {
+        if let earlierCopy, earlierCopy.deleted || Self.isEarlierState(earlierCopy.body, of: session.writer) {
             // This save's copy, made by an earlier write (and dropped again
             // if a later one merged cleanly): it takes the writer's text.
-            var copy = existing.content
+            var copy = earlierCopy.content
             copy.body = session.writer
-            if existing.deleted {
-                try reviveNote(db, existing, content: copy, commit: &commit)
+            if earlierCopy.deleted {
+                try reviveNote(db, earlierCopy, content: copy, commit: &commit)
             } else {
-                try editNote(db, existing, to: copy, commit: &commit)
+                try editNote(db, earlierCopy, to: copy, commit: &commit)
             }
         } else {
+            // No copy yet, or one holding another save's lines: a copy of its own.
+            if earlierCopy != nil { session.changeID = ChangeID(newUUID()) }
             _ = try makeConflictCopy(
                 db, of: row, copy: content(session.writer), changeID: session.changeID, commit: &commit)
         }
         return session.remote
+    }
+
+    /// True when `copy` is an earlier state of the save whose text is now
+    /// `writer` (what it had written so far, a prefix when rewritten from the
+    /// start), or when every line of it is kept in `text`: dropping or
+    /// replacing it then loses nothing.
+    static func isEarlierState(_ copy: Data, of writer: Data, keptIn text: Data? = nil) -> Bool {
+        writer.starts(with: copy) || TextMerge.containsEveryLine(of: copy, in: text ?? writer)
     }
 }

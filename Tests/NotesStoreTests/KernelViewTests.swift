@@ -149,4 +149,28 @@ import Testing
         _ = try store.write(.note(id), offset: 6, bytes: Data(utf8: "D"), append: false, view: view)
         #expect(try text(store, id) == "Z\nb\nc\nD\nE\n")
     }
+
+    @Test func anotherProgramsSaveWithinTheSecondNeverTakesAStaleSavesConflictCopy() throws {
+        let clocked = try Clocked()
+        defer { clocked.fixture.remove() }
+        let store = clocked.store
+        let (id, view) = try syncedNote(store, "1\n2\n3\n")
+        try pull(store, id, "1\n2\n3\n6\n")
+        // A program that had not seen the pull rewrites the note: it clashes.
+        #expect(try store.truncate(.note(id), to: 0, view: view))
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "1\n2\n7\n"), append: false, view: view)
+        #expect(try text(store, id) == "1\n2\n3\n6\n")
+        // Within the second another program, which read the note as it is
+        // now, saves it too (without open requests the mount cannot tell the
+        // two programs apart, so this save joins the first).
+        clocked.advance(milliseconds: 100)
+        let current = store.kernelViewGeneration
+        _ = try store.truncate(.note(id), to: 0, view: current)
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "1\n2\n3\n6\n8\n"), append: false, view: current)
+        // (Both appended after "3": both appends are kept, the pulled one first.)
+        #expect(try text(store, id) == "1\n2\n3\n6\n6\n8\n")
+        // The first program's lines stay in its conflict copy.
+        let copies = try store.list(directory: .root, afterCookie: 0, limit: 10).filter { $0.ref != .note(id) }
+        #expect(try copies.map { try store.contents(of: $0.ref) } == [Data(utf8: "1\n2\n7\n")])
+    }
 }
