@@ -135,8 +135,7 @@ final class SimDevice: @unchecked Sendable {
         var tokens = Set<Int>()
         try reader.readTransaction {
             for sql in [
-                "SELECT body FROM notes WHERE deleted = 0", "SELECT data FROM local_entries WHERE type = 2",
-                "SELECT body FROM history",
+                "SELECT body FROM notes WHERE deleted = 0", "SELECT body FROM history",
                 """
                 SELECT body FROM notes n WHERE deleted = 1
                   AND EXISTS (SELECT 1 FROM delete_guard WHERE held_since_ns IS NOT NULL)
@@ -150,6 +149,7 @@ final class SimDevice: @unchecked Sendable {
                 }
             }
         }
+        tokens.formUnion(try localFileTokens())
         return tokens
     }
 

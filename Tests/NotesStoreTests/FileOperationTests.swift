@@ -337,12 +337,21 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 4)
+        #expect(try Connection(path: path).userVersion == 5)
     }
 
-    /// Turns a current (v4) database back into the v3 layout: no history
+    /// Turns a current (v5) database back into the v4 layout: local-only
+    /// files' bytes in `local_entries.data` (call it before any file has a
+    /// backing file), no `file` or `size` column.
+    static func downgradeToVersion4(_ path: String) throws {
+        try Connection(path: path).execute(
+            "ALTER TABLE local_entries DROP COLUMN file; ALTER TABLE local_entries DROP COLUMN size; PRAGMA user_version = 4")
+    }
+
+    /// Turns a current database back into the v3 layout: no history
     /// paths, sizes, listing index or running total, no subdirectory index.
     static func downgradeToVersion3(_ path: String) throws {
+        try downgradeToVersion4(path)
         let db = try Connection(path: path)
         try db.execute(
             """
@@ -376,7 +385,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 4)
+        #expect(try Connection(path: path).userVersion == 5)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -403,7 +412,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 4)
+        #expect(try Connection(path: path).userVersion == 5)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -435,7 +444,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 4)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 5)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }
