@@ -141,7 +141,9 @@ final class LocalFileDirectory: Sendable {
 
     /// Makes the directory when missing.
     func ensureExists() throws(LocalFileError) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw LocalFileError(operation: .makeDirectory, path: path, code: errno) }
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw LocalFileError(operation: .makeDirectory, path: path, code: errno)
+        }
     }
 
     private func open(_ name: String, flags: Int32, operation: LocalFileError.Operation) throws(LocalFileError)

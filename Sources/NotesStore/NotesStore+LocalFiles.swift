@@ -69,7 +69,8 @@ extension NotesStore {
             try db.transaction {
                 for item in batch {
                     try db.run(
-                        "UPDATE local_entries SET file = ?, data = x'' WHERE seq = ? AND file IS NULL", item.name, item.seq)
+                        "UPDATE local_entries SET file = ?, data = x'' WHERE seq = ? AND file IS NULL",
+                        item.name, item.seq)
                 }
             }
         }

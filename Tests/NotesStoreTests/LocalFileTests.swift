@@ -212,7 +212,8 @@ import Testing
             #expect(try store.contents(of: .local(seqs[1])) == Data(utf8: "ref: refs/heads/main\n"))
             #expect(try store.contents(of: .local(seqs[2])).isEmpty)
             #expect(try store.entry(for: .local(seqs[0]))?.size == Int64(big.count))
-            #expect(try store.readLink(try #require(try store.lookup(in: .root, name: ".#lock")).ref) == "user@host.1234")
+            let link = try #require(try store.lookup(in: .root, name: ".#lock"))
+            #expect(try store.readLink(link.ref) == "user@host.1234")
         }
     }
 
