@@ -35,6 +35,7 @@ enum ErrnoMapping {
         case .newerSchema: EIO
         case .syncMismatch: EIO
         case .database(let error): error.isDiskFull ? ENOSPC : error.isBusy ? EBUSY : EIO
+        case .localFile(let error): error.isDiskFull ? ENOSPC : EIO
         }
     }
 }

@@ -191,13 +191,13 @@ extension NotesFileSystem {
         if handle == 0 {
             // Opened without an open request: sync unless the bytes are a detached inode's own.
             if !ControlDirectory.owns(inode) && inodes.snapshot(of: inode) == nil {
-                try store.durableSync()
+                try store.durableSync(of: try resolve(inode), dataOnly: dataOnly)
                 hooks.fileClosed()
             }
             return
         }
         if case .file(_, _, nil) = handles.handle(handle) {
-            try store.durableSync()
+            try store.durableSync(of: try resolve(inode), dataOnly: dataOnly)
             hooks.fileClosed()
         }
     }

@@ -138,8 +138,7 @@ final class SimDevice: @unchecked Sendable {
         var tokens = Set<Int>()
         try reader.readTransaction {
             for sql in [
-                "SELECT \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE deleted = 0", "SELECT data FROM local_entries WHERE type = 2",
-                "SELECT body FROM history",
+                "SELECT \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE deleted = 0", "SELECT body FROM history",
                 """
                 SELECT \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE deleted = 1
                   AND EXISTS (SELECT 1 FROM delete_guard WHERE held_since_ns IS NOT NULL)
@@ -153,6 +152,7 @@ final class SimDevice: @unchecked Sendable {
                 }
             }
         }
+        tokens.formUnion(try localFileTokens())
         return tokens
     }
 

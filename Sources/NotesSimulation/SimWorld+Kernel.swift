@@ -214,7 +214,7 @@ extension SimWorld {
     private func kernelCallFailed(_ device: SimDevice, _ error: Error) {
         if let error = error as? StoreError {
             switch error {
-            case .database, .diskFull, .newerSchema, .syncMismatch:
+            case .database, .localFile, .diskFull, .newerSchema, .syncMismatch:
                 violation("\(device.name): the store failed under the kernel: \(error)")
                 return
             default: break
@@ -252,10 +252,7 @@ extension SimWorld {
                     notes.formUnion(SimText.tokens(row.data(0)))
                     return true
                 }
-                try reader.forEachRow("SELECT data FROM local_entries WHERE type = 2", arguments: []) { row in
-                    localFiles.formUnion(SimText.tokens(row.data(0)))
-                    return true
-                }
+                localFiles.formUnion(try device.localFileTokens())
                 try reader.forEachRow("SELECT body FROM history", arguments: []) { row in
                     history.formUnion(SimText.tokens(row.data(0)))
                     return true

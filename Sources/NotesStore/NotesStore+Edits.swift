@@ -190,10 +190,16 @@ extension NotesStore {
         _ db: Connection, kind: EntryKind, in directory: DirectoryRef, name: String, data: Data = Data(),
         mode: UInt32, modified: Int64? = nil, origin: String? = nil, commit: inout StoreCommit
     ) throws -> Int64 {
-        let time = now
-        try db.run(
-            "INSERT INTO local_entries(type, data, mode, created_ns, updated_ns, origin) VALUES (?, ?, ?, ?, ?, ?)",
-            kind.rawValue, data, Int64(mode), time, modified ?? time, origin)
+        if kind == .file {
+            try insertLocalFileRow(db, data: data, mode: mode, modified: modified, origin: origin)
+        } else {
+            let time = now
+            try db.run(
+                """
+                INSERT INTO local_entries(type, data, mode, created_ns, updated_ns, origin, size)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, kind.rawValue, data, Int64(mode), time, modified ?? time, origin, Int64(data.count))
+        }
         let seq = db.lastInsertRowID
         commit.changedEntries.insert(.local(seq))
         try placeName(db, entry: .local(seq), in: directory, source: name, commit: &commit)
@@ -208,6 +214,7 @@ extension NotesStore {
         ) { $0.int64(0) }
         for child in children { try deleteLocal(db, seq: child, commit: &commit) }
         try removeName(db, entry: .local(seq), commit: &commit)
+        try forgetLocalFile(db, seq: seq)
         try db.run("DELETE FROM local_entries WHERE seq = ?", seq)
         commit.changedEntries.insert(.local(seq))
     }

@@ -16,7 +16,7 @@ extension NotesStore {
             WHEN 'folder' THEN (SELECT updated_ns FROM folders WHERE id = n.entry_id)
             WHEN 'local' THEN (SELECT updated_ns FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 0),
         COALESCE(no.body_size, CASE n.entry_kind
-            WHEN 'local' THEN (SELECT length(data) FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 0),
+            WHEN 'local' THEN (SELECT size FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 0),
         COALESCE(no.mode, CASE n.entry_kind
             WHEN 'folder' THEN (SELECT mode FROM folders WHERE id = n.entry_id)
             WHEN 'local' THEN (SELECT mode FROM local_entries WHERE seq = CAST(n.entry_id AS INTEGER)) END, 420),
@@ -193,10 +193,7 @@ extension NotesStore {
                 if found.0 > 0 { return nil }
                 data = found.1
             case .local(let seq):
-                data = try db.queryOne(
-                    "SELECT substr(data, ?, ?) FROM local_entries WHERE seq = ? AND type = ?",
-                    offset + 1, count, seq, EntryKind.file.rawValue
-                ) { $0.data(0) }
+                data = try self.readLocalFile(db, seq: seq, offset: offset, count: count)
             case .root, .folder:
                 throw StoreError.isADirectory(ref.description)
             }

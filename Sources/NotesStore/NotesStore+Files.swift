@@ -143,11 +143,9 @@ extension NotesStore {
                 guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
                     throw StoreError.notFound(ref.description)
                 }
-                let data = append ? row.data + bytes : Self.splice(row.data, bytes, at: Int(offset))
-                try db.run("UPDATE local_entries SET data = ?, updated_ns = ? WHERE seq = ?", data, now, seq)
+                let size = try writeLocalFile(db, row, bytes: bytes, at: append ? row.size : offset)
                 commit.changedEntries.insert(ref)
-                return KernelWriteResult(
-                    size: Int64(data.count), kernelViewStale: append && offset != Int64(row.data.count))
+                return KernelWriteResult(size: size, kernelViewStale: append && offset != row.size)
             case .root, .folder:
                 throw StoreError.isADirectory(ref.description)
             }
@@ -286,9 +284,7 @@ extension NotesStore {
                 guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
                     throw StoreError.notFound(ref.description)
                 }
-                try db.run(
-                    "UPDATE local_entries SET data = ?, updated_ns = ? WHERE seq = ?",
-                    Self.resized(row.data, to: Int(size)), now, seq)
+                try truncateLocalFile(db, row, to: size)
                 commit.changedEntries.insert(ref)
                 return false
             case .root, .folder:

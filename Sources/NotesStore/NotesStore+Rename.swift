@@ -204,11 +204,16 @@ extension NotesStore {
             if row.kind == .directory { throw StoreError.crossesLocalOnlyLine(newName) }
             throw StoreError.notPermitted("symbolic links are allowed for local-only names only")
         }
+        guard row.size <= Int64(configuration.noteSizeLimitBytes) else {
+            throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
+        }
+        // The file's bytes become a note's body; its backing file goes after the commit.
+        let body = try localFileContents(db, row)
         if let target, case .note(let targetID) = target.entry,
             let targetRow = try NoteRow.load(db, id: targetID), !targetRow.deleted
         {
             var content = targetRow.content
-            content.body = row.data
+            content.body = body
             try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
             try deleteLocal(db, seq: row.seq, commit: &commit)
             let replacedInode = try repointInode(db, from: source, to: .note(targetID))
@@ -216,10 +221,7 @@ extension NotesStore {
         }
         var replacedInode: UInt64?
         if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
-        guard row.data.count <= configuration.noteSizeLimitBytes else {
-            throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
-        }
-        let content = NoteContent(title: NameCodec.title(forName: newName), body: row.data, folderID: folderID(of: to))
+        let content = NoteContent(title: NameCodec.title(forName: newName), body: body, folderID: folderID(of: to))
         let noteID: NoteID
         if let dead = try revivableNote(db, directory: to, name: newName) {
             try reviveNote(db, dead, content: content, modified: row.updatedNanoseconds, commit: &commit)

@@ -27,6 +27,8 @@ public final class NotesStore: @unchecked Sendable {
     let kernelViews = KernelViewLedger()
     /// When this store was opened; the root directory's times.
     let openedNanoseconds: Int64
+    /// The bytes of local-only regular files, beside the database.
+    let localFiles: LocalFileDirectory
 
     /// The database file's path.
     public var path: String { queue.path }
@@ -38,6 +40,8 @@ public final class NotesStore: @unchecked Sendable {
         self.openedNanoseconds = configuration.clock.nowNanoseconds()
         var incrementalVacuum = false
         let directoryPath = (path as NSString).deletingLastPathComponent
+        let localFiles = LocalFileDirectory(databasePath: path)
+        self.localFiles = localFiles
         queue = try StoreError.wrap {
             try DatabaseQueue(path: path, label: "notesfs.store") { db in
                 try db.execute("PRAGMA wal_autocheckpoint=\(Self.walCheckpointPages)")
@@ -46,6 +50,9 @@ public final class NotesStore: @unchecked Sendable {
                 let fresh = try db.userVersion == 0
                 try Schema.migrate(db)
                 try NotesStore.ensureSyncState(db, configuration: configuration)
+                try localFiles.open {
+                    try Self.sweepLocalFiles(db, localFiles, newUUID: configuration.newUUID)
+                }
                 // A new database is converted at once (nothing to copy); an
                 // older one by the store that prunes (the mount), not by
                 // every short command that opens it.
@@ -152,10 +159,21 @@ public final class NotesStore: @unchecked Sendable {
         if checkSpace { try ensureFreeSpace() }
         var commit = StoreCommit(origin: origin)
         let result = try StoreError.wrap {
-            try queue.write { db in
-                let result = try body(db, &commit)
-                try updateDirectoryTimes(db, &commit)
-                return result
+            try queue.sync { db in
+                // Only the outermost transaction settles local files' changes.
+                let outermost = !db.isInTransaction
+                do {
+                    let value = try db.transaction {
+                        let result = try body(db, &commit)
+                        try updateDirectoryTimes(db, &commit)
+                        return result
+                    }
+                    if outermost { localFiles.finishTransaction(committed: true) }
+                    return value
+                } catch {
+                    if outermost { localFiles.finishTransaction(committed: false) }
+                    throw error
+                }
             }
         }
         notify(commit)

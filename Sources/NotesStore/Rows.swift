@@ -116,20 +116,26 @@ struct FolderRow {
 struct LocalRow {
     var seq: Int64
     var kind: EntryKind
+    /// A symbolic link's target; a file's bytes when `file` is nil.
     var data: Data
     var mode: UInt32
     var createdNanoseconds: Int64
     var updatedNanoseconds: Int64
     var origin: String?
+    /// The backing file holding a regular file's bytes (`LocalFileDirectory`).
+    var file: String?
+    var size: Int64
 
     static func load(_ db: Connection, seq: Int64) throws -> LocalRow? {
         try db.queryOne(
-            "SELECT seq, type, data, mode, created_ns, updated_ns, origin FROM local_entries WHERE seq = ?", seq
+            "SELECT seq, type, data, mode, created_ns, updated_ns, origin, file, size FROM local_entries WHERE seq = ?",
+            seq
         ) { row in
             LocalRow(
                 seq: row.int64(0), kind: EntryKind(rawValue: row.int(1)) ?? .file, data: row.data(2),
                 mode: UInt32(truncatingIfNeeded: row.int64(3)), createdNanoseconds: row.int64(4),
-                updatedNanoseconds: row.int64(5), origin: row.optionalString(6))
+                updatedNanoseconds: row.int64(5), origin: row.optionalString(6), file: row.optionalString(7),
+                size: row.int64(8))
         }
     }
 }

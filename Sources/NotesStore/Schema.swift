@@ -4,10 +4,10 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 6
+    static let currentVersion = 7
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6]
+    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7]
 
     static func migrate(_ db: Connection) throws {
         let found = try db.userVersion
@@ -22,6 +22,18 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 7: local-only files' bytes move out of the database into
+    /// files in a directory beside it (`LocalFileDirectory`), written at the
+    /// offset asked for. `file` names an entry's backing file (NULL: its
+    /// bytes are still in `data`: a new empty file, a symbolic link's target,
+    /// or a row from before this version, moved out at the next open or its
+    /// next write); `size` is what `stat` shows, kept beside it.
+    private static let version7 = """
+        ALTER TABLE local_entries ADD COLUMN file TEXT;
+        ALTER TABLE local_entries ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+        UPDATE local_entries SET size = length(CAST(data AS BLOB));
+        """
 
     /// Version 6: status-change and access times, kept on this machine only
     /// (nothing here is synced, and writing it never queues a change). An

@@ -30,6 +30,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
     case syncMismatch(String)
     /// SQLite failed.
     case database(SQLiteError)
+    /// A local-only file's backing file could not be read or written.
+    case localFile(LocalFileError)
 
     public var description: String {
         switch self {
@@ -50,6 +52,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
                 + "\(supported)). Upgrade notesfs; the database was left untouched."
         case .syncMismatch(let reason): reason
         case .database(let error): error.description
+        case .localFile(let error): error.description
         }
     }
 }
@@ -61,6 +64,9 @@ extension StoreError {
             return try body()
         } catch let error as StoreError {
             throw error
+        } catch let error as LocalFileError {
+            if error.isDiskFull { throw .diskFull }
+            throw .localFile(error)
         } catch let error as SQLiteError {
             if error.isDiskFull { throw .diskFull }
             throw .database(error)

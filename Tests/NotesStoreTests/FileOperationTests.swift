@@ -337,12 +337,13 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 6)
+        #expect(try Connection(path: path).userVersion == 7)
     }
 
     /// Turns a current (v6) database back into the v5 layout: no local
     /// status-change and access times.
     static func downgradeToVersion5(_ path: String) throws {
+        try downgradeToVersion6(path)
         try Connection(path: path).execute(
             """
             DROP TRIGGER entry_times_local_delete; DROP TRIGGER entry_times_folder_delete;
@@ -395,13 +396,21 @@ import Testing
         try Self.downgradeToVersion4(path)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 6)
+        #expect(try Connection(path: path).userVersion == 7)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.search("old").map(\.noteID) == [id])
         try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
         #expect(try store.contents(of: .note(id)) == text + Data(utf8: "appended kangaroo\n"))
         #expect(try store.search("kangaroo").map(\.noteID) == [id])
         #expect(try store.search("old").map(\.noteID) == [id])
+    }
+
+    /// Turns a current (v7) database back into the v6 layout: local-only
+    /// files' bytes in `local_entries.data` (call it before any file has a
+    /// backing file), no `file` or `size` column.
+    static func downgradeToVersion6(_ path: String) throws {
+        try Connection(path: path).execute(
+            "ALTER TABLE local_entries DROP COLUMN file; ALTER TABLE local_entries DROP COLUMN size; PRAGMA user_version = 6")
     }
 
     /// Turns a current database back into the v3 layout: no history
@@ -441,7 +450,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 6)
+        #expect(try Connection(path: path).userVersion == 7)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -468,7 +477,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 6)
+        #expect(try Connection(path: path).userVersion == 7)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -500,7 +509,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 6)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 7)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }
