@@ -85,14 +85,15 @@ enum NoteChunks {
         while index * chunkBytes < end {
             let start = index * chunkBytes
             let pieceEnd = min(newSize, start + chunkBytes)
-            var piece = try chunk(db, seq: seq, index: index) ?? Data()
+            let existing = try chunk(db, seq: seq, index: index)
+            var piece = existing ?? Data()
             if Int64(piece.count) < pieceEnd - start { piece.append(Data(count: Int(pieceEnd - start) - piece.count)) }
             let from = max(offset, start)
             let to = min(end, pieceEnd)
             piece.replaceSubrange(
                 piece.startIndex + Int(from - start)..<piece.startIndex + Int(to - start),
                 with: bytes[bytes.startIndex + Int(from - offset)..<bytes.startIndex + Int(to - offset)])
-            try db.run("INSERT OR REPLACE INTO note_chunks(note_seq, idx, data) VALUES (?, ?, ?)", seq, index, piece)
+            try put(db, seq: seq, index: index, piece, replacing: existing != nil)
             index += 1
         }
         return newSize
@@ -121,10 +122,22 @@ enum NoteChunks {
             let index = position / chunkBytes
             let start = index * chunkBytes
             let pieceEnd = min(to, start + chunkBytes)
-            var piece = position > start ? (try chunk(db, seq: seq, index: index) ?? Data()) : Data()
+            let existing = position > start ? try chunk(db, seq: seq, index: index) : nil
+            var piece = existing ?? Data()
             piece.append(Data(count: Int(pieceEnd - start) - piece.count))
-            try db.run("INSERT OR REPLACE INTO note_chunks(note_seq, idx, data) VALUES (?, ?, ?)", seq, index, piece)
+            try put(db, seq: seq, index: index, piece, replacing: existing != nil)
             position = pieceEnd
+        }
+    }
+
+    /// An existing piece is updated in place: SQLite then rewrites only its
+    /// own pages, where a delete and insert would also move its index entry
+    /// and its row id.
+    private static func put(_ db: Connection, seq: Int64, index: Int64, _ piece: Data, replacing: Bool) throws {
+        if replacing {
+            try db.run("UPDATE note_chunks SET data = ? WHERE note_seq = ? AND idx = ?", piece, seq, index)
+        } else {
+            try db.run("INSERT INTO note_chunks(note_seq, idx, data) VALUES (?, ?, ?)", seq, index, piece)
         }
     }
 
