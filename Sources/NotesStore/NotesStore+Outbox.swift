@@ -316,7 +316,11 @@ extension NotesStore {
             changed ? modified : row.updatedNanoseconds, server?.version, serverNote != nil, serverNote?.title,
             serverNote?.body, serverNote?.folderID?.description, row.seq)
         guard changed else { return }
-        if !row.deleted, final.body != row.body {
+        if final.body != row.body {
+            // Also when a pulled deletion is undone by a pulled edit: a
+            // program that read the note before the deletion still holds its
+            // inode (the row keeps its last text), and writes through it must
+            // be judged against that text, not applied over the new one.
             kernelViews.recordChange(of: row.id, replaced: row.body)
         }
         commit.changedEntries.insert(.note(row.id))

@@ -173,4 +173,19 @@ import Testing
         let copies = try store.list(directory: .root, afterCookie: 0, limit: 10).filter { $0.ref != .note(id) }
         #expect(try copies.map { try store.contents(of: $0.ref) } == [Data(utf8: "1\n2\n7\n")])
     }
+
+    @Test func aWriteThroughAViewFromBeforeAPulledDeletionAndRevivalIsMerged() throws {
+        let clocked = try Clocked()
+        defer { clocked.fixture.remove() }
+        let store = clocked.store
+        let (id, view) = try syncedNote(store, "a\n")
+        // Another machine deletes the note, a third edits it back to life
+        // (an edit beats a delete); a program here read it before both.
+        try store.applyPulled(
+            [RemoteEntity(kind: .note, entityID: id.description, version: 2, deleted: true, note: nil)], cursor: "c2")
+        try pull(store, id, "a\nB\n", version: 3)
+        #expect(try store.truncate(.note(id), to: 0, view: view))
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "a\nC\n"), append: false, view: view)
+        #expect(try text(store, id) == "a\nB\nC\n")
+    }
 }
