@@ -101,6 +101,13 @@ final class DaemonContext: Sendable {
             // Answer before reading the body; libmicrohttpd then closes the connection.
             return queue(payloadTooLarge(), for: request, on: connection, closing: true)
         }
+        // A token of the wrong shape needs no lookup: refused at once, before
+        // the client has pushed much of its body into the socket buffers.
+        if AccessToken.fromAuthorization(request.authorization) == nil {
+            var response = ServerError.unauthorized.response
+            response.logNote = ErrorCode.unauthorized.rawValue
+            return queue(response, for: request, on: connection, closing: true)
+        }
         guard claimHandler() else {
             return queue(stoppingResponse(), for: request, on: connection)
         }
