@@ -15,6 +15,18 @@ public final class HTTPServer: Sendable {
         public var threadPoolSize: Int
         /// Open connections at most; more are refused at accept.
         public var connectionLimit: Int
+        /// Open connections from one client address at most (0: no limit);
+        /// more are refused at accept, so one address cannot take them all.
+        public var connectionsPerAddressMax: Int
+        /// A request's head must arrive whole within this many seconds of
+        /// the connection opening or of the previous answer, however slowly
+        /// its bytes trickle in (kept-alive connections idle no longer).
+        public var requestHeadTimeoutSeconds: Int
+        /// A request's body must arrive whole within this many seconds of its
+        /// head (after the token check).
+        public var requestBodyTimeoutSeconds: Int
+        /// More query parameters than this get 400.
+        public var queryParametersMax: Int
         /// A connection idle this long (no bytes either way) is closed;
         /// parked long polls do not count as idle.
         public var connectionTimeoutSeconds: Int
@@ -32,12 +44,18 @@ public final class HTTPServer: Sendable {
 
         public init(
             address: ListenAddress, threadPoolSize: Int = 2, connectionLimit: Int = 4_000,
+            connectionsPerAddressMax: Int = 256, requestHeadTimeoutSeconds: Int = 15,
+            requestBodyTimeoutSeconds: Int = 300, queryParametersMax: Int = 32,
             connectionTimeoutSeconds: Int = 60, connectionMemoryBytes: Int = 64 * 1_024,
             requestBodyBytesMax: Int, gzipMinimumBytes: Int = 128, tls: (certificatePEM: String, keyPEM: String)? = nil
         ) {
             self.address = address
             self.threadPoolSize = threadPoolSize
             self.connectionLimit = connectionLimit
+            self.connectionsPerAddressMax = connectionsPerAddressMax
+            self.requestHeadTimeoutSeconds = requestHeadTimeoutSeconds
+            self.requestBodyTimeoutSeconds = requestBodyTimeoutSeconds
+            self.queryParametersMax = queryParametersMax
             self.connectionTimeoutSeconds = connectionTimeoutSeconds
             self.connectionMemoryBytes = connectionMemoryBytes
             self.requestBodyBytesMax = requestBodyBytesMax
@@ -55,13 +73,19 @@ public final class HTTPServer: Sendable {
     public init(server: SyncServer, configuration: Configuration, logger: any ServerLogger) throws(HTTPServerError) {
         context = DaemonContext(
             server: server, logger: logger, requestBodyBytesMax: configuration.requestBodyBytesMax,
-            gzipMinimumBytes: configuration.gzipMinimumBytes)
+            gzipMinimumBytes: configuration.gzipMinimumBytes, queryParametersMax: configuration.queryParametersMax,
+            deadlines: ConnectionDeadlines(
+                headSeconds: max(1, configuration.requestHeadTimeoutSeconds),
+                bodySeconds: max(1, configuration.requestBodyTimeoutSeconds)))
         daemon = try Daemon(configuration: configuration, context: context)
         port = daemon.port
     }
 
     /// Requests begun and not yet finished.
     public var openRequests: Int { context.openRequests }
+
+    /// Connections cut off for missing a head or body deadline so far.
+    public var connectionsCutOff: Int { context.deadlines.cutOffCount }
 
     deinit {
         // The daemon's callbacks use `context` unretained: stop it first.
@@ -92,6 +116,7 @@ public final class HTTPServer: Sendable {
             usleep(5_000)
         }
         daemon.stop()
+        context.deadlines.stop()
     }
 }
 
@@ -110,6 +135,8 @@ private final class Daemon: @unchecked Sendable {
     private let handle: OpaquePointer
     private let state = Mutex(State())
     private let tlsStrings: [UnsafeMutablePointer<CChar>]
+    /// Where libmicrohttpd's messages go; it keeps the pointer until stopped.
+    private let messageSink: UnsafeMutablePointer<cmhd_message_sink>
 
     init(configuration: HTTPServer.Configuration, context: DaemonContext) throws(HTTPServerError) {
         guard var address = configuration.address.socketAddressBytes else {
@@ -132,6 +159,9 @@ private final class Daemon: @unchecked Sendable {
             }
             tlsStrings = [key, cert]
         }
+        let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+        let messageSink = UnsafeMutablePointer<cmhd_message_sink>.allocate(capacity: 1)
+        messageSink.initialize(to: cmhd_message_sink(log: mhdMessage, context: contextPointer))
         let started: OpaquePointer? = address.withUnsafeMutableBytes { bytes in
             var config = cmhd_daemon_config()
             config.flags = flags
@@ -145,17 +175,25 @@ private final class Daemon: @unchecked Sendable {
             config.handler = mhdAccessHandler
             config.handler_context = Unmanaged.passUnretained(context).toOpaque()
             config.completed = mhdRequestCompleted
-            config.completed_context = Unmanaged.passUnretained(context).toOpaque()
+            config.completed_context = contextPointer
+            config.per_address_connection_limit = UInt32(max(0, configuration.connectionsPerAddressMax))
+            config.uri_logger = mhdRequestLine
+            config.uri_logger_context = contextPointer
+            config.connection_notify = mhdConnectionNotify
+            config.connection_notify_context = contextPointer
+            config.message_sink = UnsafePointer(messageSink)
             return withUnsafePointer(to: &config) { cmhd_start_daemon($0) }
         }
         guard let started else {
             tlsStrings.forEach { free($0) }
+            messageSink.deallocate()
             throw .cannotStart(
                 "libmicrohttpd did not start on \(configuration.address) (address in use, or bad TLS files?)")
         }
         handle = started
         port = cmhd_bound_port(started)
         self.tlsStrings = tlsStrings
+        self.messageSink = messageSink
     }
 
     /// Stops accepting; false when already done.
@@ -180,5 +218,6 @@ private final class Daemon: @unchecked Sendable {
     deinit {
         stop()
         tlsStrings.forEach { free($0) }
+        messageSink.deallocate()
     }
 }

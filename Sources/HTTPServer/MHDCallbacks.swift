@@ -6,18 +6,54 @@ import SyncServer
 // not in main.swift, and are nonisolated (PLATFORM.md trap 1). Each one only
 // translates between C and `DaemonContext` / `RequestContext`.
 
+/// The request-line callback (`MHD_OPTION_URI_LOG_CALLBACK`): called with the
+/// raw request target before libmicrohttpd parses its query. Its result, a
+/// retained `RequestSlot`, is the request's `con_cls` from then on.
+func mhdRequestLine(
+    _ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?
+) -> UnsafeMutableRawPointer? {
+    guard let cls, let uri else { return nil }
+    let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    let target = String(cString: uri)
+    var parameters = 0
+    var path = Substring(target)
+    if let mark = target.firstIndex(of: "?") {
+        path = target[..<mark]
+        parameters = target[target.index(after: mark)...].split(separator: "&").count
+        if parameters > daemon.queryParametersMax {
+            // libmicrohttpd keeps each parameter in the connection's small
+            // memory pool and, when that runs out, closes the connection with
+            // no answer. Cutting the query here (the request line lies in
+            // libmicrohttpd's own writable buffer, which it NUL-terminates
+            // the same way) lets the request reach the handler, which
+            // answers 400 and logs it.
+            let offset = target.utf8.distance(from: target.startIndex, to: mark) + 1
+            UnsafeMutablePointer(mutating: uri).advanced(by: offset).pointee = 0
+        }
+    }
+    let slot = RequestSlot(
+        path: LogText.escaped(path, limit: 100), queryParameterCount: parameters,
+        client: connection.map(clientAddress) ?? "-")
+    return Unmanaged.passRetained(slot).toOpaque()
+}
+
 /// `MHD_AccessHandlerCallback`: called once with the headers, once per body
-/// chunk, once at the end of the body, and once more after a resume.
+/// chunk, once at the end of the body, and once more after each resume.
 func mhdAccessHandler(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
     _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
     _ uploadDataSize: UnsafeMutablePointer<Int>?, _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
 ) -> MHD_Result {
-    guard let cls, let connection, let conCls, let uploadDataSize else { return .NO }
+    guard let cls, let connection, let conCls, let uploadDataSize, let slotPointer = conCls.pointee else {
+        return .NO
+    }
     let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    let slot = Unmanaged<RequestSlot>.fromOpaque(slotPointer).takeUnretainedValue()
 
-    guard let existing = conCls.pointee else {
-        // First call: the headers are here, the body is not.
+    guard let request = slot.request else {
+        // First call: the whole head is here, no body byte has been read.
+        let head = RequestHead(
+            fields: headerFields(connection), version: version.map { String(cString: $0) } ?? "")
         let request = RequestContext(
             method: method.map { String(cString: $0) } ?? "",
             path: url.map { String(cString: $0) } ?? "/",
@@ -26,16 +62,25 @@ func mhdAccessHandler(
             acceptsGzip: header(connection, "Accept-Encoding").map(acceptsGzip) ?? false,
             contentEncoding: header(connection, "Content-Encoding"),
             declaredLength: header(connection, "Content-Length").flatMap { Int($0) },
-            client: clientAddress(connection))
-        conCls.pointee = Unmanaged.passRetained(request).toOpaque()
+            client: slot.client)
+        slot.request = request
         daemon.requestBegan()
-        if let length = request.declaredLength, length > daemon.requestBodyBytesMax {
-            // Answer before reading the body; libmicrohttpd then closes the connection.
-            return daemon.queue(daemon.payloadTooLarge(), for: request, on: connection)
-        }
-        return .YES
+        return daemon.begin(request, head: head, queryParameterCount: slot.queryParameterCount, on: connection)
     }
-    let request = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+    switch request.takeCredentialOutcome() {
+    case .refused(let response)?:
+        // Unread, the body is dropped with the connection.
+        return daemon.queue(response, for: request, on: connection, closing: true)
+    case .accepted? where uploadDataSize.pointee == 0:
+        // The call right after the resume: the body comes next.
+        daemon.deadlines.enter(.body, connection)
+        return .YES
+    case .checking?:
+        return .YES
+    default:
+        break
+    }
 
     if uploadDataSize.pointee > 0 {
         guard let uploadData else { return .NO }
@@ -45,21 +90,11 @@ func mhdAccessHandler(
         return request.append(chunk, limit: daemon.requestBodyBytesMax) ? .YES : .NO
     }
 
-    let next = request.advance(bodyLimit: daemon.requestBodyBytesMax)
-    if let response = next.response {
-        return daemon.queue(response, for: request, on: connection)
-    }
-    guard let serverRequest = next.request else { return .YES }
-    guard daemon.claimHandler() else {
-        return daemon.queue(daemon.stoppingResponse(), for: request, on: connection)
-    }
-    MHD_suspend_connection(connection)
-    daemon.handle(serverRequest, for: request, resuming: ConnectionHandle(pointer: connection))
-    return .YES
+    return daemon.dispatch(request, on: connection)
 }
 
 /// `MHD_RequestCompletedCallback`: the request is over (answered, timed out,
-/// closed by the client or by shutdown); release its context.
+/// closed by the client or by shutdown); release its slot.
 func mhdRequestCompleted(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode
@@ -67,12 +102,61 @@ func mhdRequestCompleted(
     guard let cls, let conCls, let pointer = conCls.pointee else { return }
     conCls.pointee = nil
     let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
-    let request = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
+    let slot = Unmanaged<RequestSlot>.fromOpaque(pointer).takeRetainedValue()
+    // A kept-alive connection now waits for its next request's head.
+    if let connection { daemon.deadlines.enter(.head, connection) }
+    guard let request = slot.request else {
+        if code != .REQUEST_TERMINATED_COMPLETED_OK {
+            daemon.requestLineAborted(slot, reason: terminationReason(code))
+        }
+        return
+    }
     let stillHandling = request.markClosed()
     if code != .REQUEST_TERMINATED_COMPLETED_OK {
         daemon.requestAborted(request, reason: terminationReason(code), stillHandling: stillHandling)
     }
     daemon.requestEnded()
+}
+
+/// `MHD_NotifyConnectionCallback`: a connection opened or closed.
+func mhdConnectionNotify(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode
+) {
+    guard let cls, let connection else { return }
+    let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED: daemon.deadlines.opened(connection, socket: cmhd_connection_socket(connection))
+    case .CONNECTION_NOTIFY_CLOSED: daemon.deadlines.closed(connection)
+    default: break
+    }
+}
+
+/// libmicrohttpd's own messages, formatted by the shim: escaped into the log.
+func mhdMessage(_ cls: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
+    guard let cls, let message else { return }
+    let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    daemon.logger.log("libmicrohttpd: \(LogText.escaped(text, limit: 300, keepingSpaces: true))")
+}
+
+/// Every header line of the request, duplicates included, in order.
+private func headerFields(_ connection: OpaquePointer) -> [(name: String, value: String)] {
+    final class Box {
+        var fields: [(name: String, value: String)] = []
+    }
+    let box = Box()
+    let iterator: MHD_KeyValueIterator = { cls, _, key, value in
+        guard let cls else { return .YES }
+        let box = Unmanaged<Box>.fromOpaque(cls).takeUnretainedValue()
+        box.fields.append((key.map { String(cString: $0) } ?? "", value.map { String(cString: $0) } ?? ""))
+        return .YES
+    }
+    withExtendedLifetime(box) {
+        _ = MHD_get_connection_values(
+            connection, .HEADER_KIND, iterator, Unmanaged.passUnretained(box).toOpaque())
+    }
+    return box.fields
 }
 
 /// Collects query arguments through `MHD_get_connection_values`.

@@ -28,8 +28,23 @@ final class RequestContext: Sendable {
         case answered
     }
 
+    /// Where the token check of a request with a body stands.
+    enum Credentials: Sendable {
+        /// Not needed (no body) or not begun.
+        case unchecked
+        /// The check runs; the connection is suspended before its body.
+        case checking
+        /// The token is live: the body may be read.
+        case accepted
+        /// The answer instead of reading the body.
+        case refused(ServerResponse)
+        /// The outcome was taken by libmicrohttpd's call after the resume.
+        case settled
+    }
+
     private struct State: Sendable {
         var phase: Phase = .receiving
+        var credentials: Credentials = .unchecked
         var body = Data()
         /// True once libmicrohttpd has reported the request complete; the
         /// connection pointer must not be used after that.
@@ -128,11 +143,43 @@ final class RequestContext: Sendable {
         }
     }
 
+    /// Marks the token check begun (the caller suspends the connection).
+    func beginCheckingCredentials() {
+        state.withLock { $0.credentials = .checking }
+    }
+
+    /// Records the check's outcome (nil: accepted) and resumes the
+    /// suspended connection, unless it was closed meanwhile.
+    func credentialsChecked(_ refusal: ServerResponse?, resuming connection: ConnectionHandle) {
+        state.withLock { state in
+            state.credentials = refusal.map { .refused($0) } ?? .accepted
+            if !state.closed { MHD_resume_connection(connection.pointer) }
+        }
+    }
+
+    /// The outcome of a finished check, once: libmicrohttpd calls the
+    /// handler again right after the resume, before any body byte.
+    func takeCredentialOutcome() -> Credentials? {
+        state.withLock { state in
+            switch state.credentials {
+            case .accepted, .refused:
+                let outcome = state.credentials
+                state.credentials = .settled
+                return outcome
+            case .checking:
+                return .checking
+            case .unchecked, .settled:
+                return nil
+            }
+        }
+    }
+
     /// Called from libmicrohttpd's completion callback.
     func markClosed() -> Bool {
         state.withLock { state in
             state.closed = true
             if case .handling = state.phase { return true }
+            if case .checking = state.credentials { return true }
             return false
         }
     }

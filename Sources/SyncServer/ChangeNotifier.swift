@@ -101,6 +101,13 @@ public final class ChangeNotifier: Sendable {
         for continuation in continuations { continuation.resume() }
     }
 
+    /// Wakes every parked poll of every account (each then re-checks its
+    /// token and parks again if it may).
+    public func notifyAll() {
+        let accounts: [AccountID] = state.withLock { Array($0.slots.keys) }
+        for account in accounts { notify(account) }
+    }
+
     /// Wakes every poll and makes later waits return at once (shutdown).
     public func close() {
         let accounts: [AccountID] = state.withLock { state in

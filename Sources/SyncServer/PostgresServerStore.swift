@@ -61,8 +61,8 @@ public final class PostgresServerStore: ServerStore {
     }
 
     /// The handler of other processes' commits.
-    struct CommitObserver: Sendable {
-        let call: @Sendable (AccountID) -> Void
+    struct CommitObserver<Argument>: Sendable {
+        let call: @Sendable (Argument) -> Void
     }
 
     /// What the listener shares with the store.
@@ -72,7 +72,9 @@ public final class PostgresServerStore: ServerStore {
         /// `withLock { $0 }` is re-wrapped in two reabstraction thunks on every
         /// read (the inout access writes it back wrapped), so each call got
         /// slower and deeper until the stack ran out.
-        let observer = Mutex<CommitObserver?>(nil)
+        let observer = Mutex<CommitObserver<AccountID>?>(nil)
+        /// The handler of token changes (adds and revocations) in any process.
+        let tokenObserver = Mutex<CommitObserver<AccountID?>?>(nil)
         /// This store's random id: its own notifications are skipped (a local
         /// push wakes local polls directly).
         let instance = UUIDText.format(UUID())
@@ -170,10 +172,19 @@ public final class PostgresServerStore: ServerStore {
         shared.observer.withLock { $0 = CommitObserver(call: handler) }
     }
 
+    /// Calls `handler` after the tokens of an account changed in any process
+    /// (nil: after a reconnection, when a change may have been missed), once
+    /// the token cache has forgotten them; `notesfs serve` wakes that
+    /// account's long polls so they re-check their tokens.
+    public func onTokensChanged(_ handler: @escaping @Sendable (AccountID?) -> Void) {
+        shared.tokenObserver.withLock { $0 = CommitObserver(call: handler) }
+    }
+
     private static func received(_ notification: PostgresConnection.Notification?, _ shared: Shared) {
         guard let notification else {
             // Reconnected: a token notification may have been missed.
             shared.forgetTokens(of: nil)
+            shared.tokenObserver.withLock { $0 }?.call(nil)
             return
         }
         let parts = notification.payload.split(separator: ":", maxSplits: 2).map(String.init)
@@ -181,6 +192,7 @@ public final class PostgresServerStore: ServerStore {
             shared.epoch.withLock { $0 = parts[1] }
         } else if parts.count == 2, parts[0] == "t", let raw = Int64(parts[1]) {
             shared.forgetTokens(of: AccountID(raw))
+            shared.tokenObserver.withLock { $0 }?.call(AccountID(raw))
         } else if parts.count == 3, parts[0] == "c", parts[1] != shared.instance, let raw = Int64(parts[2]) {
             shared.observer.withLock { $0 }?.call(AccountID(raw))
         }

@@ -63,7 +63,7 @@ public final class SQLiteServerStore: ServerStore {
         return readers[index % readers.count]
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         guard !closed.load(ordering: .acquiring) else { throw ServerStoreError.unavailable("the store is closed") }
         do {
             return try await reader.read(body)

@@ -83,7 +83,7 @@ public final class SyncServer: Sendable {
             response = serverError.response
             response.logNote = serverError.parts.code.rawValue
             if let detail {
-                logger.log("error: \(request.method) \(request.path): \(detail)")
+                logger.log("error: \(LogText.escaped(request.method)) \(LogText.escaped(request.path)): \(detail)")
             }
         }
         let elapsed = ContinuousClock.now - started
@@ -225,7 +225,7 @@ public final class SyncServer: Sendable {
         var waited = false
         if wait > 0 {
             (read, after, waited) = try await waitForChanges(
-                account: account, device: device, epoch: epoch, after: after, read: read, limit: limit,
+                request, account: account, device: device, epoch: epoch, after: after, read: read, limit: limit,
                 seconds: Double(wait))
         }
         let next =
@@ -242,9 +242,10 @@ public final class SyncServer: Sendable {
     /// Holds a long poll until the feed has something after `after` that the
     /// polling device does not already have, or `seconds` pass. Returns the
     /// read, where it starts (moved past the device's own pushes), and whether
-    /// the poll parked.
+    /// the poll parked. Each wake-up re-checks the token first, so a poll whose
+    /// token was revoked while it waited ends with 401 and sees nothing newer.
     private func waitForChanges(
-        account: AccountID, device: DeviceID?, epoch: String, after start: Int64, read first: FeedRead,
+        _ request: ServerRequest, account: AccountID, device: DeviceID?, epoch: String, after start: Int64, read first: FeedRead,
         limit: Int, seconds: Double
     ) async throws -> (FeedRead, after: Int64, waited: Bool) {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1_000))
@@ -280,6 +281,7 @@ public final class SyncServer: Sendable {
             waited = true
             let parts = remaining.components
             await notifier.wait(ticket, seconds: Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
+            guard try await authenticate(request) == account else { throw ServerError.unauthorized }
             read = try await store.changes(
                 account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
             // Shutting down: answer with what there is.

@@ -43,14 +43,19 @@ struct ServeCommand: Command {
           --tls-key FILE         PEM private key, for HTTPS
           --threads N            HTTP worker threads (default 2)
           --max-connections N    Open connections at most (default 4000)
+          --max-connections-per-address N
+                                 Open connections from one client address at most (default 256)
           --connection-timeout S Close a connection idle S seconds (default 60)
+          --header-timeout S     A request's head must arrive whole within S seconds of
+                                 connecting or of the previous answer (default 15)
+          --body-timeout S       A request's body must arrive whole within S seconds (default 300)
           --note-max-bytes N     Largest note body (default 16777216); larger ones are refused
           --push-max-changes N   Changes per push (default 100)
           --push-max-bytes N     Payload bytes per push of several changes (default 4194304)
         """
     static let spec = ArgumentSpec(options: [
         "--listen", "--data", "--postgres", "--counter-mark", "--pool-size", "--group-writers", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
-        "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
+        "--max-connections-per-address", "--header-timeout", "--body-timeout", "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
     ])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
@@ -93,17 +98,25 @@ struct ServeCommand: Command {
         if let shared = store as? PostgresServerStore {
             let notifier = server.notifier
             shared.onRemoteCommit { account in notifier.notify(account) }
+            // A token revoked anywhere ends that account's parked polls with 401 at once.
+            shared.onTokensChanged { account in server.tokensChanged(account: account) }
         }
+        // With SQLite, `notesfs account revoke` runs in another process: watch for it.
+        let revocations = Task { await server.watchRevocations() }
         let dataText = arguments.option("--postgres") != nil ? "PostgreSQL" : ServerData.directory(arguments)
         let configuration = HTTPServer.Configuration(
             address: address, threadPoolSize: try positive(arguments, "--threads", 2),
             connectionLimit: try positive(arguments, "--max-connections", 4_000),
+            connectionsPerAddressMax: try positive(arguments, "--max-connections-per-address", 256),
+            requestHeadTimeoutSeconds: try positive(arguments, "--header-timeout", 15),
+            requestBodyTimeoutSeconds: try positive(arguments, "--body-timeout", 300),
             connectionTimeoutSeconds: try positive(arguments, "--connection-timeout", 60),
             requestBodyBytesMax: limits.requestBodyBytesMax, tls: tls)
         let http: HTTPServer
         do {
             http = try HTTPServer(server: server, configuration: configuration, logger: logger)
         } catch {
+            revocations.cancel()
             Task { await store.close() }
             throw CommandError.failed(error.description)
         }
@@ -157,6 +170,7 @@ struct ServeCommand: Command {
         stopped.wait()
         logger.log("notesfs serve: stopping (finishing requests in flight)")
         http.stop(graceSeconds: 10)
+        revocations.cancel()
         maintenance.cancel()
         marking.cancel()
         if let keeper {

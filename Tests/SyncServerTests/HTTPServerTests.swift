@@ -157,7 +157,8 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
     }
 
     @Test func fiveHundredParkedLongPollsDoNotSlowPushes() async throws {
-        let (h, transport) = try Self.harness()
+        // All from one address: no per-address limit here.
+        let (h, transport) = try Self.harness { $0.connectionsPerAddressMax = 0 }
         let watched = try await h.account("watched")
         let writer = try await h.account("writer")
         let port = transport.port

@@ -79,6 +79,9 @@ import Testing
         probes["POST /v1/fetch 405"] = { try await h.send("GET", Endpoint.fetch, token: token) }
         probes["POST /v1/fetch 413"] = { try await h.send("POST", Endpoint.fetch, token: token, body: fetchMany) }
         probes["GET /healthz 200"] = { try await h.send("GET", Endpoint.healthz, token: nil) }
+        let manyParameters = Dictionary(uniqueKeysWithValues: (0..<40).map { ("p\($0)", "1") })
+        probes["GET /healthz 400"] = { try await h.send("GET", Endpoint.healthz, token: nil, query: manyParameters) }
+        probes["GET /metrics 400"] = { try await h.send("GET", Endpoint.metrics, token: nil, query: ["x": "1"]) }
         probes["GET /healthz 405"] = { try await h.send("POST", Endpoint.healthz, token: nil) }
         probes["GET /metrics 200"] = { try await h.send("GET", Endpoint.metrics, token: nil) }
         probes["GET /metrics 405"] = { try await h.send("DELETE", Endpoint.metrics, token: nil) }
