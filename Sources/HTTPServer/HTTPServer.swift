@@ -107,7 +107,9 @@ public final class HTTPServer: Sendable {
         while context.openRequests > 0 && Date() < deadline {
             usleep(5_000)
         }
-        var nextReport = Date()
+        // A handler finishing the reply it just sent is the common case and
+        // worth no line; one still running after a second is.
+        var nextReport = Date().addingTimeInterval(1)
         while context.handlersRunning > 0 {
             if Date() >= nextReport {
                 context.logger.log("stopping: waiting for \(context.handlersRunning) request handler(s) to finish")
