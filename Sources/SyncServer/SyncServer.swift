@@ -153,6 +153,11 @@ public final class SyncServer: Sendable {
             throw ServerError.pushTooLarge(
                 "\(payloadBytes) payload bytes in one push of several changes; at most \(limits.pushPayloadBytesMax)")
         }
+        // A cursor the server could never have made is the client's bug, not a
+        // restored server: 400, so the client does not start a full resync.
+        if let cursor = push.cursor, cursor.epoch == nil || cursor.counter == nil {
+            throw ServerError.badRequest("cursor is not a cursor this server made (expected <epoch>.<counter>)")
+        }
         let epoch = try await store.epoch()
         if let cursor = push.cursor, cursor.epoch != epoch {
             // The bases of these changes may be versions from a history this
