@@ -116,8 +116,10 @@ public final class NotesStore: @unchecked Sendable {
     private static func ensureSyncState(_ db: Connection, configuration: StoreConfiguration) throws {
         let exists = try db.queryOne("SELECT 1 FROM sync_state WHERE id = 1") { _ in true } ?? false
         guard !exists else { return }
+        // OR IGNORE: another process opening the same fresh file may have made
+        // the row since; its device id stands.
         try db.run(
-            "INSERT INTO sync_state(id, device_id, device_name) VALUES (1, ?, ?)",
+            "INSERT OR IGNORE INTO sync_state(id, device_id, device_name) VALUES (1, ?, ?)",
             DeviceID(configuration.newUUID()).description, configuration.defaultDeviceName)
     }
 

@@ -13,8 +13,13 @@ enum SQLiteServerSchema {
                 "\(connection.path) has schema version \(version), newer than this notesfs (\(currentVersion)); "
                     + "run a newer notesfs")
         }
-        if version < 1 {
-            try connection.transaction {
+        guard version < currentVersion else { return }
+        // `transaction` takes the write lock (BEGIN IMMEDIATE); another process
+        // (`serve` and `account add` on a fresh directory) may have migrated
+        // while this one waited for it, so the version is read again inside.
+        try connection.transaction {
+            let version = try connection.userVersion
+            if version < 1 {
                 try connection.execute(
                     """
                     CREATE TABLE server_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
