@@ -4,7 +4,7 @@ import SQLiteKit
 /// The SQLite server schema and its migrations (`PRAGMA user_version`).
 /// Every table is keyed by account first.
 enum SQLiteServerSchema {
-    static let currentVersion = 1
+    static let currentVersion = 2
 
     static func migrate(_ connection: Connection) throws {
         let version = try connection.userVersion
@@ -62,6 +62,11 @@ enum SQLiteServerSchema {
                     """)
                 try connection.run("INSERT INTO server_meta(key, value) VALUES ('epoch', ?)", makeEpoch())
                 try connection.setUserVersion(1)
+            }
+            if version < 2 {
+                // When each token last authenticated a request (`account tokens`).
+                try connection.execute("ALTER TABLE tokens ADD COLUMN last_used_at INTEGER")
+                try connection.setUserVersion(2)
             }
         }
     }

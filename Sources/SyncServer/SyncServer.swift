@@ -23,6 +23,7 @@ public final class SyncServer: Sendable {
     public let configuration: Configuration
     public let notifier = ChangeNotifier()
     let ownChanges = OwnChangesLedger()
+    let tokenUses = TokenUseThrottle()
     public let metrics = ServerMetrics()
     let clock: ServerClock
     let logger: any ServerLogger
@@ -124,6 +125,12 @@ public final class SyncServer: Sendable {
             let record = try await store.token(id: token.id), !record.revoked,
             AccessToken.constantTimeEqual(token.secretHash, record.secretHash)
         else { throw ServerError.unauthorized }
+        let now = clock.now()
+        if tokenUses.shouldRecord(token.id, at: now) {
+            // Off the request's path: a failed record costs only the last-use time.
+            let store = store
+            Task { try? await store.recordTokenUse(tokenID: token.id, at: now) }
+        }
         return record.account
     }
 
