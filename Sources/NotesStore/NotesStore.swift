@@ -194,6 +194,21 @@ public final class NotesStore: @unchecked Sendable {
         if free < configuration.diskReserveBytes { throw .diskFull }
     }
 
+    /// Free bytes when they are below the reserve (saves fail), else nil.
+    func diskFullFreeBytes() -> Int64? {
+        guard configuration.diskReserveBytes > 0, let free = freeDiskBytes(), free < configuration.diskReserveBytes
+        else { return nil }
+        return max(0, free)
+    }
+
+    /// The engine's own writes (pulled pages, settled conflicts) stop at half
+    /// the reserve: they may use some of the room saves leave, so a sync can
+    /// finish near the line, but never fill the disk to zero.
+    func ensureFreeSpaceForSync() throws(StoreError) {
+        guard configuration.diskReserveBytes > 0, let free = freeDiskBytes() else { return }
+        if free < configuration.diskReserveBytes / 2 { throw .diskFull }
+    }
+
     /// The bytes an unprivileged writer may still use on the database's disk; nil when unknown.
     func freeDiskBytes() -> Int64? { Self.freeDiskBytes(in: directoryPath) }
 
