@@ -81,6 +81,9 @@ static inline struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *con
     if (config->tls_key_pem != NULL && config->tls_cert_pem != NULL) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem};
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)config->tls_cert_pem};
+        // TLS 1.2 at least: 1.0 and 1.1 have known weaknesses (RFC 8996).
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                                   (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"};
     }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     uint16_t port = 0;

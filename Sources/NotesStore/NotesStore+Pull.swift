@@ -24,7 +24,8 @@ extension NotesStore {
     /// so the cursor moves on without losing them.
     @discardableResult
     public func applyPulled(_ entities: [RemoteEntity], cursor: String?) throws(StoreError) -> PullReport {
-        try write(origin: .remote, checkSpace: false) { db, commit in
+        try ensureFreeSpaceForSync()
+        return try write(origin: .remote, checkSpace: false) { db, commit in
             var report = PullReport()
             let guarded = try deleteGuardForPage(db, entities)
             for (index, entity) in entities.enumerated() {

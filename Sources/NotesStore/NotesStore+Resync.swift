@@ -56,7 +56,8 @@ extension NotesStore {
     public func applyResync(
         index: [IndexedVersion], fetched: [RemoteEntity], epochChanged: Bool, cursor: String
     ) throws(StoreError) -> ResyncReport {
-        try write(origin: .remote, checkSpace: false) { db, commit in
+        try ensureFreeSpaceForSync()
+        return try write(origin: .remote, checkSpace: false) { db, commit in
             var report = ResyncReport()
             if epochChanged {
                 // Frozen changes were made against another server history:

@@ -28,6 +28,11 @@ public struct StoreStatus: Sendable, Equatable {
     public var heldForSize: [String] = []
     /// The size cap, for the message about those notes.
     public var noteSizeLimitBytes: Int = 16 << 20
+    /// Free bytes on the database's disk when they are below the reserve
+    /// (saves fail with ENOSPC until space is freed); nil otherwise.
+    public var diskFullFreeBytes: Int64?
+    /// The free space saves need, for the remedy.
+    public var diskReserveBytes: Int64 = 32 << 20
 }
 
 extension NotesStore {
@@ -82,7 +87,8 @@ extension NotesStore {
                 noteCount: notes, folderCount: folders, pendingCount: pending, oldestPendingNanoseconds: oldest,
                 unsyncedPaths: unsynced, conflictCopies: copyPaths, refusals: refusals, sync: sync,
                 massDeleteHold: hold, heldForSize: try notesHeldForSize(db),
-                noteSizeLimitBytes: configuration.noteSizeLimitBytes)
+                noteSizeLimitBytes: configuration.noteSizeLimitBytes, diskFullFreeBytes: diskFullFreeBytes(),
+                diskReserveBytes: configuration.diskReserveBytes)
         }
     }
 }

@@ -123,8 +123,10 @@ public final class NotesStore: @unchecked Sendable {
     private static func ensureSyncState(_ db: Connection, configuration: StoreConfiguration) throws {
         let exists = try db.queryOne("SELECT 1 FROM sync_state WHERE id = 1") { _ in true } ?? false
         guard !exists else { return }
+        // OR IGNORE: another process opening the same fresh file may have made
+        // the row since; its device id stands.
         try db.run(
-            "INSERT INTO sync_state(id, device_id, device_name) VALUES (1, ?, ?)",
+            "INSERT OR IGNORE INTO sync_state(id, device_id, device_name) VALUES (1, ?, ?)",
             DeviceID(configuration.newUUID()).description, configuration.defaultDeviceName)
     }
 
@@ -208,6 +210,21 @@ public final class NotesStore: @unchecked Sendable {
         guard let free = freeDiskBytes() else { return }
         freeSpaceCheck.withLock { $0 = (nowTicks, free) }
         if free < configuration.diskReserveBytes { throw .diskFull }
+    }
+
+    /// Free bytes when they are below the reserve (saves fail), else nil.
+    func diskFullFreeBytes() -> Int64? {
+        guard configuration.diskReserveBytes > 0, let free = freeDiskBytes(), free < configuration.diskReserveBytes
+        else { return nil }
+        return max(0, free)
+    }
+
+    /// The engine's own writes (pulled pages, settled conflicts) stop at half
+    /// the reserve: they may use some of the room saves leave, so a sync can
+    /// finish near the line, but never fill the disk to zero.
+    func ensureFreeSpaceForSync() throws(StoreError) {
+        guard configuration.diskReserveBytes > 0, let free = freeDiskBytes() else { return }
+        if free < configuration.diskReserveBytes / 2 { throw .diskFull }
     }
 
     /// The bytes an unprivileged writer may still use on the database's disk; nil when unknown.

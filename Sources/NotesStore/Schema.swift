@@ -15,7 +15,12 @@ enum Schema {
             throw StoreError.newerSchema(found: found, supported: currentVersion)
         }
         guard found < currentVersion else { return }
+        // `transaction` takes the write lock (BEGIN IMMEDIATE); another process
+        // (a mount and an import on a fresh profile) may have migrated while
+        // this one waited for it, so the version is read again inside.
         try db.transaction {
+            let found = try db.userVersion
+            guard found < currentVersion else { return }
             for version in (found + 1)...currentVersion {
                 try db.execute(migrations[version - 1])
             }

@@ -6,6 +6,12 @@ extension StoreStatus {
     /// A short human summary; `now` is for ages ("3 min ago").
     public func humanText(nowNanoseconds now: Int64) -> String {
         var lines: [String] = []
+        if let free = diskFullFreeBytes {
+            lines.append(
+                "Disk full: saves are failing (\(free >> 20) MiB free; saves need \(diskReserveBytes >> 20) MiB). "
+                    + "Nothing saved before is lost; free some space on the disk that holds the notes database "
+                    + "and saves work again.")
+        }
         let syncLine: String
         if sync.serverURL == nil {
             syncLine = "Sync: off (offline notes folder; no server configured)"
@@ -85,6 +91,9 @@ extension StoreStatus {
                 "deletedInWindow": massDeleteHold.trippedDeletions,
                 "liveAtWindowStart": massDeleteHold.trippedLive, "message": massDeleteHold.description,
             ] as [String: Any]
+        }
+        if let free = diskFullFreeBytes {
+            object["diskFull"] = ["freeBytes": free, "reserveBytes": diskReserveBytes] as [String: Any]
         }
         if let oldest = oldestPendingNanoseconds { object["oldestPendingUnixSeconds"] = Double(oldest) / 1e9 }
         if let success = sync.lastSuccessNanoseconds { object["lastSuccessUnixSeconds"] = Double(success) / 1e9 }

@@ -207,6 +207,13 @@ public final class PostgresConnection {
             throw PostgresError(.connection, message: Self.message(PQerrorMessage(handle)), sql: sql)
         }
         switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK where sql == "COMMIT" && Self.rolledBack(result):
+            // PostgreSQL answers COMMIT of an aborted transaction with success
+            // and the tag ROLLBACK: nothing was committed, so it is an error.
+            PQclear(result)
+            throw PostgresError(
+                .server, sqlState: "25P02", message: "COMMIT rolled back: an earlier statement aborted the transaction",
+                sql: sql)
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             return PostgresResult(handle: result, sql: sql)
         default:
@@ -218,6 +225,12 @@ public final class PostgresConnection {
             }
             throw PostgresError(.server, sqlState: state, message: message, sql: sql)
         }
+    }
+
+    /// True when a statement's command tag is `ROLLBACK`.
+    private static func rolledBack(_ result: OpaquePointer) -> Bool {
+        guard let tag = PQcmdStatus(result) else { return false }
+        return strcmp(tag, "ROLLBACK") == 0
     }
 
     /// Runs `body` in a transaction: commits when it returns, rolls back when

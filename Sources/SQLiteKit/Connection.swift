@@ -63,6 +63,7 @@ public final class Connection {
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
+        if options.mode != .readOnly { Self.makePrivate(path, creating: options.mode == .readWriteCreate) }
         var opened: OpaquePointer?
         let code = sqlite3_open_v2(path, &opened, flags, nil)
         guard code == SQLITE_OK, let opened else {
@@ -90,6 +91,24 @@ public final class Connection {
         }
         try execute("PRAGMA foreign_keys=\(options.foreignKeys ? "ON" : "OFF")")
         try execute("PRAGMA synchronous=\(options.synchronous.rawValue)")
+    }
+
+    /// A database holds private text: the file and its `-wal` and `-shm`
+    /// (which SQLite creates with the database file's mode) are readable by
+    /// their owner only. A missing file is made empty with mode 0600 (an
+    /// empty file is an empty database); group and other bits of existing
+    /// files are cleared.
+    static func makePrivate(_ path: String, creating: Bool) {
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
+        if creating {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if descriptor >= 0 { close(descriptor) }
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            var status = stat()
+            guard stat(file, &status) == 0, status.st_mode & 0o077 != 0, status.st_uid == geteuid() else { continue }
+            chmod(file, status.st_mode & 0o700)
+        }
     }
 
     deinit {

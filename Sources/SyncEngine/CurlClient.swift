@@ -207,6 +207,8 @@ private final class EasyHandle: @unchecked Sendable {
                     default:
                         setup.append(ccurl_set_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
                     }
+                    // TLS 1.2 at least: 1.0 and 1.1 have known weaknesses (RFC 8996).
+                    setup.append(ccurl_set_long(handle, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)))
                     if let caFile = request.caFile {
                         // libcurl copies the string; a reset handle is back on the system's store.
                         setup.append(ccurl_set_string(handle, CURLOPT_CAINFO, caFile))

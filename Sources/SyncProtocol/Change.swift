@@ -95,7 +95,7 @@ public struct Change: Hashable, Sendable, Codable {
         kind = try container.decode(EntityKind.self, forKey: .kind)
         id = try container.decodeUUID(forKey: .id)
         op = try container.decode(ChangeOperation.self, forKey: .op)
-        baseVersion = try container.decodeNullable(Int64.self, forKey: .baseVersion)
+        baseVersion = try container.decodeNullableInt64(forKey: .baseVersion)
         note = try container.decodeNullable(NotePayload.self, forKey: .note)
         folder = try container.decodeNullable(FolderPayload.self, forKey: .folder)
         if let problem = shapeProblem {

@@ -37,6 +37,21 @@ extension KeyedDecodingContainer {
         return uuid
     }
 
+    /// Decodes a whole number that may be missing or null as nil. A number
+    /// that is not whole or does not fit 64 bits is reported against its
+    /// field (the decoder alone reports it as the whole body being invalid).
+    func decodeNullableInt64(forKey key: Key) throws -> Int64? {
+        guard contains(key), try !decodeNil(forKey: key) else { return nil }
+        do {
+            return try decode(Int64.self, forKey: key)
+        } catch {
+            guard (try? decode(Double.self, forKey: key)) != nil else { throw error }
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self,
+                debugDescription: "must be a whole number from \(Int64.min) to \(Int64.max)")
+        }
+    }
+
     /// Decodes a value that may be missing or null as nil.
     func decodeNullable<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard contains(key), try !decodeNil(forKey: key) else { return nil }

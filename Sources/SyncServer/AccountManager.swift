@@ -52,4 +52,14 @@ public struct AccountManager: Sendable {
     public func revoke(name: String) async throws {
         try await store.revokeAccount(name: name, at: clock.now())
     }
+
+    /// Revokes one token of the account; its other tokens keep working.
+    public func revoke(name: String, tokenID: String) async throws {
+        try await store.revokeToken(accountName: name, tokenID: tokenID, at: clock.now())
+    }
+
+    /// The account's tokens, oldest first, with their creation and last use.
+    public func tokens(name: String) async throws -> [TokenSummary] {
+        try await store.tokens(accountName: name)
+    }
 }

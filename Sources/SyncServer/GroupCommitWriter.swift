@@ -102,9 +102,15 @@ final class GroupCommitWriter: @unchecked Sendable {
                 // SQLite rolls the whole transaction back on some errors (a
                 // full disk, I/O); then nothing of the group may commit.
                 guard connection.isInTransaction else {
-                    throw ServerStoreError.unavailable("the group transaction was rolled back by SQLite")
+                    throw ServerStoreError.unavailable("the group transaction was rolled back by SQLite (a full disk or an I/O error)")
                 }
                 job.run(connection)
+            }
+            // The last job may have been the one SQLite rolled back for: a
+            // COMMIT now would fail with "no transaction is active" and read
+            // as a bug, when it is a full disk or an I/O error.
+            guard connection.isInTransaction else {
+                throw ServerStoreError.unavailable("the group transaction was rolled back by SQLite (a full disk or an I/O error)")
             }
             try connection.execute("COMMIT")
         } catch {

@@ -9,7 +9,7 @@ import PostgresKit
 /// keyed by the schema name, so several `notesfs serve` processes starting at
 /// once migrate exactly once: the others wait, then find the work done.
 enum PostgresServerSchema {
-    static let currentVersion = 1
+    static let currentVersion = 2
 
     /// The steps, in order; step `n` brings the schema from version n-1 to n.
     static let steps: [String] = [
@@ -53,7 +53,11 @@ enum PostgresServerSchema {
             created_at bigint NOT NULL,
             PRIMARY KEY(account_id, change_id));
         CREATE INDEX seen_changes_by_age ON seen_changes(created_at);
+        """,
+        // When each token last authenticated a request (`account tokens`).
         """
+        ALTER TABLE tokens ADD COLUMN last_used_at bigint;
+        """,
     ]
 
     /// Brings the schema in the connection's current schema (`search_path`)

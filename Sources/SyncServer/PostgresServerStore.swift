@@ -479,6 +479,54 @@ public final class PostgresServerStore: ServerStore {
         shared.forgetTokens(of: AccountID(account))
     }
 
+    public func tokens(accountName: String) async throws -> [TokenSummary] {
+        try await run { connection in
+            let account = try connection.execute("SELECT account_id FROM accounts WHERE name = $1", accountName)
+            guard account.rowCount == 1 else { throw ServerStoreError.noSuchAccount(accountName) }
+            let rows = try connection.execute(
+                """
+                SELECT token_id, created_at, last_used_at, revoked_at IS NOT NULL FROM tokens
+                WHERE account_id = $1 ORDER BY created_at, token_id
+                """, try account.int64(0, 0))
+            return try (0..<rows.rowCount).map { row in
+                TokenSummary(
+                    tokenID: try rows.string(row, 0),
+                    createdAt: SQLiteServerStore.date(milliseconds: try rows.int64(row, 1)),
+                    lastUsedAt: rows.isNull(row, 2) ? nil : SQLiteServerStore.date(milliseconds: try rows.int64(row, 2)),
+                    revoked: try rows.bool(row, 3))
+            }
+        }
+    }
+
+    public func revokeToken(accountName: String, tokenID: String, at date: Date) async throws {
+        let account = try await run { [self] connection in
+            try retrying(connection) {
+                let rows = try connection.execute(
+                    """
+                    UPDATE tokens t SET revoked_at = coalesce(t.revoked_at, $1) FROM accounts a
+                    WHERE a.account_id = t.account_id AND a.name = $2 AND t.token_id = $3 RETURNING t.account_id
+                    """, SQLiteServerStore.milliseconds(date), accountName, tokenID)
+                guard rows.rowCount == 1 else {
+                    let exists = try connection.execute("SELECT 1 FROM accounts WHERE name = $1", accountName)
+                    if exists.rowCount == 0 { throw ServerStoreError.noSuchAccount(accountName) }
+                    throw ServerStoreError.noSuchToken(account: accountName, token: tokenID)
+                }
+                let account = try rows.int64(0, 0)
+                // Delivered at commit: every process drops the account's cached tokens.
+                try connection.execute("SELECT pg_notify($1, $2)", channel, "t:\(account)")
+                return account
+            }
+        }
+        shared.forgetTokens(of: AccountID(account))
+    }
+
+    public func recordTokenUse(tokenID: String, at date: Date) async throws {
+        try await run { connection in
+            _ = try connection.execute(
+                "UPDATE tokens SET last_used_at = $1 WHERE token_id = $2", SQLiteServerStore.milliseconds(date), tokenID)
+        }
+    }
+
     public func accounts() async throws -> [AccountSummary] {
         try await run { connection in
             let rows = try connection.execute("\(Self.summarySelect) ORDER BY a.name")

@@ -95,6 +95,22 @@ public struct TokenRecord: Hashable, Sendable {
 }
 
 /// One line of `notesfs account list`.
+/// One token of an account, for `notesfs account tokens` (never its secret).
+public struct TokenSummary: Hashable, Sendable {
+    public var tokenID: String
+    public var createdAt: Date
+    /// When a request last authenticated with it (recorded at most once a minute), nil if never.
+    public var lastUsedAt: Date?
+    public var revoked: Bool
+
+    public init(tokenID: String, createdAt: Date, lastUsedAt: Date?, revoked: Bool) {
+        self.tokenID = tokenID
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.revoked = revoked
+    }
+}
+
 public struct AccountSummary: Hashable, Sendable {
     public var id: AccountID
     public var name: String

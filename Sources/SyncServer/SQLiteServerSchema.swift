@@ -4,7 +4,7 @@ import SQLiteKit
 /// The SQLite server schema and its migrations (`PRAGMA user_version`).
 /// Every table is keyed by account first.
 enum SQLiteServerSchema {
-    static let currentVersion = 1
+    static let currentVersion = 2
 
     static func migrate(_ connection: Connection) throws {
         let version = try connection.userVersion
@@ -13,8 +13,13 @@ enum SQLiteServerSchema {
                 "\(connection.path) has schema version \(version), newer than this notesfs (\(currentVersion)); "
                     + "run a newer notesfs")
         }
-        if version < 1 {
-            try connection.transaction {
+        guard version < currentVersion else { return }
+        // `transaction` takes the write lock (BEGIN IMMEDIATE); another process
+        // (`serve` and `account add` on a fresh directory) may have migrated
+        // while this one waited for it, so the version is read again inside.
+        try connection.transaction {
+            let version = try connection.userVersion
+            if version < 1 {
                 try connection.execute(
                     """
                     CREATE TABLE server_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -57,6 +62,11 @@ enum SQLiteServerSchema {
                     """)
                 try connection.run("INSERT INTO server_meta(key, value) VALUES ('epoch', ?)", makeEpoch())
                 try connection.setUserVersion(1)
+            }
+            if version < 2 {
+                // When each token last authenticated a request (`account tokens`).
+                try connection.execute("ALTER TABLE tokens ADD COLUMN last_used_at INTEGER")
+                try connection.setUserVersion(2)
             }
         }
     }

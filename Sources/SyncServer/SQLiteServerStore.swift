@@ -267,6 +267,46 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
+    public func tokens(accountName: String) async throws -> [TokenSummary] {
+        try await read { connection in
+            guard
+                let id = try connection.queryOne(
+                    "SELECT account_id FROM accounts WHERE name = ?", accountName, map: { $0.int64(0) })
+            else { throw ServerStoreError.noSuchAccount(accountName) }
+            return try connection.query(
+                """
+                SELECT token_id, created_at, last_used_at, revoked_at IS NOT NULL FROM tokens
+                WHERE account_id = ? ORDER BY created_at, token_id
+                """, id
+            ) { row in
+                TokenSummary(
+                    tokenID: row.string(0), createdAt: Self.date(milliseconds: row.int64(1)),
+                    lastUsedAt: row.optionalInt64(2).map { Self.date(milliseconds: $0) }, revoked: row.bool(3))
+            }
+        }
+    }
+
+    public func revokeToken(accountName: String, tokenID: String, at date: Date) async throws {
+        try await write { connection in
+            guard
+                let id = try connection.queryOne(
+                    "SELECT account_id FROM accounts WHERE name = ?", accountName, map: { $0.int64(0) })
+            else { throw ServerStoreError.noSuchAccount(accountName) }
+            try connection.run(
+                "UPDATE tokens SET revoked_at = ifnull(revoked_at, ?) WHERE account_id = ? AND token_id = ?",
+                Self.milliseconds(date), id, tokenID)
+            guard connection.changes == 1 else {
+                throw ServerStoreError.noSuchToken(account: accountName, token: tokenID)
+            }
+        }
+    }
+
+    public func recordTokenUse(tokenID: String, at date: Date) async throws {
+        try await write { connection in
+            try connection.run("UPDATE tokens SET last_used_at = ? WHERE token_id = ?", Self.milliseconds(date), tokenID)
+        }
+    }
+
     public func accounts() async throws -> [AccountSummary] {
         try await read { connection in
             try connection.query("\(Self.summarySelect) ORDER BY a.name", map: Self.summary)

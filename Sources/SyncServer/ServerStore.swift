@@ -13,6 +13,8 @@ public enum ServerStoreError: Error, CustomStringConvertible, Sendable, Equatabl
     case accountExists(String)
     /// An account command named an account that does not exist.
     case noSuchAccount(String)
+    /// `revokeToken` named a token the account does not have.
+    case noSuchToken(account: String, token: String)
 
     public var description: String {
         switch self {
@@ -20,6 +22,7 @@ public enum ServerStoreError: Error, CustomStringConvertible, Sendable, Equatabl
         case .failure(let message): "store failure: \(message)"
         case .accountExists(let name): "an account named '\(name)' exists already"
         case .noSuchAccount(let name): "there is no account named '\(name)'"
+        case .noSuchToken(let account, let token): "account '\(account)' has no token \(token)"
         }
     }
 }
@@ -88,6 +91,16 @@ public protocol ServerStore: Sendable {
 
     /// Revokes every token of the named account. The account's notes are kept.
     func revokeAccount(name: String, at date: Date) async throws
+
+    /// The tokens of the named account, oldest first, revoked ones included.
+    func tokens(accountName: String) async throws -> [TokenSummary]
+
+    /// Revokes one token of the named account; `noSuchToken` when the
+    /// account has no token with that id.
+    func revokeToken(accountName: String, tokenID: String, at date: Date) async throws
+
+    /// Records that a request authenticated with the token at `date`.
+    func recordTokenUse(tokenID: String, at date: Date) async throws
 
     /// Every account, by name.
     func accounts() async throws -> [AccountSummary]

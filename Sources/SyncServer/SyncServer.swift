@@ -23,6 +23,7 @@ public final class SyncServer: Sendable {
     public let configuration: Configuration
     public let notifier = ChangeNotifier()
     let ownChanges = OwnChangesLedger()
+    let tokenUses = TokenUseThrottle()
     public let metrics = ServerMetrics()
     let clock: ServerClock
     let logger: any ServerLogger
@@ -124,6 +125,12 @@ public final class SyncServer: Sendable {
             let record = try await store.token(id: token.id), !record.revoked,
             AccessToken.constantTimeEqual(token.secretHash, record.secretHash)
         else { throw ServerError.unauthorized }
+        let now = clock.now()
+        if tokenUses.shouldRecord(token.id, at: now) {
+            // Off the request's path: a failed record costs only the last-use time.
+            let store = store
+            Task { try? await store.recordTokenUse(tokenID: token.id, at: now) }
+        }
         return record.account
     }
 
@@ -152,6 +159,11 @@ public final class SyncServer: Sendable {
         if prepared.count > 1 && payloadBytes > limits.pushPayloadBytesMax {
             throw ServerError.pushTooLarge(
                 "\(payloadBytes) payload bytes in one push of several changes; at most \(limits.pushPayloadBytesMax)")
+        }
+        // A cursor the server could never have made is the client's bug, not a
+        // restored server: 400, so the client does not start a full resync.
+        if let cursor = push.cursor, cursor.epoch == nil || cursor.counter == nil {
+            throw ServerError.badRequest("cursor is not a cursor this server made (expected <epoch>.<counter>)")
         }
         let epoch = try await store.epoch()
         if let cursor = push.cursor, cursor.epoch != epoch {

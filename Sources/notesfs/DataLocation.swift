@@ -35,6 +35,24 @@ struct DataLocation {
         return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/share", isDirectory: true)
     }
 
+    /// Makes `path` (and missing parents) a directory only its owner can
+    /// enter, or takes the group and other bits off an existing one: a data
+    /// directory holds every note, a token path and the sync socket.
+    static func makePrivateDirectory(_ path: String) throws(CommandError) {
+        var status = stat()
+        if stat(path, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFDIR else { throw .failed("\(path) is not a directory") }
+            if status.st_mode & 0o077 != 0, status.st_uid == geteuid() { chmod(path, status.st_mode & 0o700) }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .failed("cannot create \(path): \(error.localizedDescription)")
+        }
+    }
+
     /// True when the profile has a database already.
     var exists: Bool { FileManager.default.fileExists(atPath: databasePath) }
 
@@ -47,12 +65,8 @@ struct DataLocation {
                 throw CommandError.failed(
                     "no notes database at \(directory.path). Mount or import first, or pass --data/--profile.")
             }
-            do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            } catch {
-                throw CommandError.failed("cannot create \(directory.path): \(error.localizedDescription)")
-            }
         }
+        try Self.makePrivateDirectory(directory.path)
         var configuration = StoreConfiguration()
         configuration.historyPruning = prunesHistory ? .background : .manual
         return try NotesStore(path: databasePath, configuration: configuration)

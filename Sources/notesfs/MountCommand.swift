@@ -8,7 +8,7 @@ struct MountCommand: Command {
     static let help = """
         Usage: notesfs mount <dir> [--data DIR | --profile NAME] [--foreground]
                              [--server URL --token-file F] [--device-name NAME]
-                             [--ca-file F]
+                             [--ca-file F] [--insecure-http]
 
         Mounts the notes database of a profile on <dir>, an existing empty
         directory: folders are directories, notes are text files. Runs in the
@@ -25,6 +25,9 @@ struct MountCommand: Command {
           --ca-file F    trust the certificates in this PEM file for an https server
                          (a private CA or a self-signed server); remembered like
                          --server, and --ca-file '' forgets it
+          --insecure-http allow a plain http:// server that is not on this machine
+                         (the token and notes travel unencrypted: only on a network
+                         you trust); remembered with --server
 
         With a server, the mount syncs by itself: at start, shortly after each
         change (at once when an edited file is closed), and within moments of a
@@ -33,7 +36,7 @@ struct MountCommand: Command {
         """
     /// `--ready-fd` is internal: the background process reports on it.
     static let spec = ArgumentSpec(
-        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name", "--ca-file"]), flags: ["--foreground"], positional: 1...1)
+        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name", "--ca-file"]), flags: ["--foreground", "--insecure-http"], positional: 1...1)
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
@@ -47,13 +50,10 @@ struct MountCommand: Command {
         do {
             try checkMountpoint(mountpoint)
             try checkFuse()
-            do {
-                try FileManager.default.createDirectory(at: location.directory, withIntermediateDirectories: true)
-            } catch {
-                throw CommandError.failed("cannot create \(location.directory.path): \(error.localizedDescription)")
-            }
+            try DataLocation.makePrivateDirectory(location.directory.path)
             try refuseAnotherAccount(arguments, location: location)
             try configureSync(arguments, location: location)
+            if let warning = try SyncProfile.load(location)?.tokenFileWarning() { console.error(warning) }
             if arguments.has("--foreground") {
                 return try MountDaemon(location: location, mountpoint: mountpoint, report: report).run()
             }
@@ -89,24 +89,30 @@ struct MountCommand: Command {
         let tokenFile = arguments.option("--token-file")
         let deviceName = arguments.option("--device-name")
         let caFile = arguments.option("--ca-file")
-        if server == nil && tokenFile == nil && deviceName == nil && caFile == nil { return }
+        let insecureHTTP = arguments.has("--insecure-http")
+        if server == nil && tokenFile == nil && deviceName == nil && caFile == nil && !insecureHTTP { return }
         var profile = try SyncProfile.load(location)
         if let server, let tokenFile {
             let absolute = URL(fileURLWithPath: tokenFile).standardizedFileURL.path
             profile = SyncProfile(
                 server: server, tokenFile: absolute, deviceName: deviceName ?? profile?.deviceName,
-                caFile: profile?.caFile)
+                caFile: profile?.caFile, insecureHTTP: insecureHTTP ? true : nil)
         } else if server != nil || tokenFile != nil {
             guard var existing = profile else {
                 throw .usage("--server and --token-file go together (no server is configured for this profile yet)")
             }
-            if let server { existing.server = server }
+            if let server {
+                existing.server = server
+                existing.insecureHTTP = insecureHTTP ? true : nil
+            }
             if let tokenFile { existing.tokenFile = URL(fileURLWithPath: tokenFile).standardizedFileURL.path }
             profile = existing
         }
         guard var profile else {
-            throw .usage("\(deviceName != nil ? "--device-name" : "--ca-file") needs a server: add --server URL --token-file F")
+            let flag = deviceName != nil ? "--device-name" : caFile != nil ? "--ca-file" : "--insecure-http"
+            throw .usage("\(flag) needs a server: add --server URL --token-file F")
         }
+        if insecureHTTP { profile.insecureHTTP = true }
         if let caFile {
             profile.caFile = caFile.isEmpty ? nil : URL(fileURLWithPath: caFile).standardizedFileURL.path
         }

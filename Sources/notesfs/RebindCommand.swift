@@ -26,7 +26,8 @@ enum Rebind {
         let previous = try SyncProfile.load(location)
         let profile = SyncProfile(
             server: server, tokenFile: URL(fileURLWithPath: tokenFile).standardizedFileURL.path,
-            deviceName: previous?.deviceName)
+            deviceName: previous?.deviceName, caFile: previous?.caFile,
+            insecureHTTP: arguments.has("--insecure-http") ? true : nil)
         let url = try profile.serverURL()
         let accountKey = SyncProfile.accountKey(try profile.token())
         let store = try location.openStore(create: false)

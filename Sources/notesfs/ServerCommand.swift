@@ -85,20 +85,10 @@ enum ServerData {
             }
         }
         let directory = directory(arguments)
-        var isDirectory: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            guard creating else {
-                throw CommandError.failed("there is no server data in \(directory); start 'notesfs serve' or add an account first")
-            }
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw CommandError.failed("cannot make \(directory): \(error.localizedDescription)")
-            }
-        } else if !isDirectory.boolValue {
-            throw CommandError.failed("\(directory) is not a directory")
+        if !FileManager.default.fileExists(atPath: directory), !creating {
+            throw CommandError.failed("there is no server data in \(directory); start 'notesfs serve' or add an account first")
         }
+        try DataLocation.makePrivateDirectory(directory)
         return try SQLiteServerStore(path: SQLiteServerStore.databasePath(inDirectory: directory))
     }
 

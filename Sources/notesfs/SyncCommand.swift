@@ -7,7 +7,8 @@ struct SyncCommand: Command {
     static let summary = "Sync now (the mount syncs by itself; this asks it to do so at once)"
     static let help = """
         Usage: notesfs sync [--wait] [--allow-mass-delete | --restore-held] [--data DIR | --profile NAME]
-               notesfs sync --rebind --server URL --token-file F [--yes] [--data DIR | --profile NAME]
+               notesfs sync --rebind --server URL --token-file F [--yes] [--insecure-http]
+                            [--data DIR | --profile NAME]
 
         Asks the running mount of the profile to sync at once, through the
         control socket sync.sock in the data directory.
@@ -24,6 +25,8 @@ struct SyncCommand: Command {
                                folder is kept with its id and sent to the new server at the
                                next mount; notes it already has merge, none is doubled.
                                Asks first (--yes skips the question). Unmount first.
+          --insecure-http      with --rebind: allow a plain http:// server that is not on
+                               this machine (see 'notesfs mount --help')
 
         The mass-delete guard holds deletions (sent and received) once more than
         half of your notes, and more than \(NotesStore.massDeleteHandful), were deleted within
@@ -37,7 +40,7 @@ struct SyncCommand: Command {
         """
     static let spec = ArgumentSpec(
         options: DataLocation.options.union(["--server", "--token-file"]),
-        flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes"])
+        flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes", "--insecure-http"])
 
     /// `sync --wait` exits with this while the mass-delete guard holds deletions.
     static let heldExitCode: Int32 = 3
@@ -45,8 +48,10 @@ struct SyncCommand: Command {
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
         if arguments.has("--rebind") { return try Rebind.run(arguments, location: location, console: console) }
-        if arguments.option("--server") != nil || arguments.option("--token-file") != nil || arguments.has("--yes") {
-            throw CommandError.usage("--server, --token-file and --yes go with --rebind")
+        if arguments.option("--server") != nil || arguments.option("--token-file") != nil || arguments.has("--yes")
+            || arguments.has("--insecure-http")
+        {
+            throw CommandError.usage("--server, --token-file, --yes and --insecure-http go with --rebind")
         }
         let socket = SyncControlSocket.path(location)
         let notRunning = CommandError.failed(

@@ -11,6 +11,9 @@ struct SyncProfile: Codable, Equatable {
     var tokenFile: String
     var deviceName: String?
     var caFile: String?
+    /// Set by `--insecure-http`: the user accepts sending the token and the
+    /// notes unencrypted to a server that is not on this machine.
+    var insecureHTTP: Bool?
 
     static func path(_ location: DataLocation) -> String {
         location.directory.appendingPathComponent("sync.json").path
@@ -43,12 +46,48 @@ struct SyncProfile: Codable, Equatable {
         guard let url = URL(string: server), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             url.host != nil
         else { throw .usage("--server needs a URL like http://host:8080, not '\(server)'") }
+        if scheme == "http", insecureHTTP != true, let host = url.host, !Self.isLoopback(host) {
+            throw .usage(
+                "refusing plain http to \(host): the token and every note would cross the network unencrypted, "
+                    + "readable and replayable by anyone on the way. Use https://\(host) (with --ca-file for a "
+                    + "private certificate), or, on a network you trust (a VPN, an SSH tunnel), add --insecure-http")
+        }
         return url
     }
 
-    /// The CA file, checked to be readable (nil: the system's certificates).
-    func checkedCAFile() throws(CommandError) -> String? {
-        guard let caFile else { return nil }
+    /// True for names and addresses that never leave this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.lowercased() == "localhost" || bare.lowercased().hasSuffix(".localhost") || bare == "::1" { return true }
+        var address = in_addr()
+        return inet_pton(AF_INET, bare, &address) == 1 && UInt32(bigEndian: address.s_addr) >> 24 == 127
+    }
+
+    /// A warning when the token file can be read by other users, else nil.
+    func tokenFileWarning() -> String? {
+        var status = stat()
+        guard stat(tokenFile, &status) == 0, status.st_mode & 0o077 != 0 else { return nil }
+        let mode = String(status.st_mode & 0o777, radix: 8)
+        return "warning: the token file \(tokenFile) can be read by other users (mode \(mode)); "
+            + "anyone who reads it can read and change your notes. Run: chmod 600 '\(tokenFile)'"
+    }
+
+    /// The CA file, checked to be readable (nil: the system's certificates):
+    /// `--ca-file`, else the standard `SSL_CERT_FILE` or `CURL_CA_BUNDLE`
+    /// (libcurl reads neither by itself).
+    func checkedCAFile(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CommandError)
+        -> String?
+    {
+        guard let caFile else {
+            for name in ["SSL_CERT_FILE", "CURL_CA_BUNDLE"] {
+                guard let file = environment[name], !file.isEmpty else { continue }
+                guard FileManager.default.isReadableFile(atPath: file) else {
+                    throw .failed("cannot read the CA file \(file) named by \(name); fix or unset \(name)")
+                }
+                return file
+            }
+            return nil
+        }
         guard FileManager.default.isReadableFile(atPath: caFile) else {
             throw .failed("cannot read the CA file \(caFile) given with --ca-file; "
                 + "fix the path, or remount with --ca-file '' to trust the system's certificates again")

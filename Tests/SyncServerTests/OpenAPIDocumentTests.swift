@@ -86,7 +86,7 @@ import Testing
         probes["GET /metrics 200"] = { try await h.send("GET", Endpoint.metrics, token: nil) }
         probes["GET /metrics 405"] = { try await h.send("DELETE", Endpoint.metrics, token: nil) }
         // 503s come last: they need the store closed under the running server.
-        let unavailable = ["POST /v1/push 503", "GET /v1/changes 503"]
+        let unavailable = ["POST /v1/push 503", "GET /v1/changes 503", "GET /v1/index 503", "POST /v1/fetch 503"]
 
         #expect(Set(probes.keys).union(unavailable) == documented)
         for key in probes.keys.sorted() {
@@ -98,6 +98,8 @@ import Testing
         await h.store.close()
         #expect(try await h.send("POST", Endpoint.push, token: token, body: push([Make.note()])).status == 503)
         #expect(try await h.send("GET", Endpoint.changes, token: token).status == 503)
+        #expect(try await h.send("GET", Endpoint.index, token: token).status == 503)
+        #expect(try await h.send("POST", Endpoint.fetch, token: token, body: fetchOne).status == 503)
         await h.close()
     }
 }

@@ -24,7 +24,7 @@ import TestSupport
         for store in stores { epochs.insert(try await store.epoch()) }
         #expect(epochs.count == 1)
         let connection = try PostgresConnection(conninfo: conninfo)
-        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 1)
+        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 2)
         #expect(try connection.execute("SELECT count(*) FROM server_meta").int(0, 0) == 1)
         for store in stores { await store.close() }
     }

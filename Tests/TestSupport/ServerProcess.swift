@@ -10,7 +10,10 @@ public final class ServerProcess: @unchecked Sendable {
     public private(set) var port: UInt16 = 0
     public private(set) var pid: pid_t?
 
-    public var url: String { "http://127.0.0.1:\(port)" }
+    /// More `serve` flags (`--tls-cert`, `--tls-key`), set before `start()`.
+    public var extraArguments: [String] = []
+
+    public var url: String { "\(extraArguments.contains("--tls-cert") ? "https" : "http")://127.0.0.1:\(port)" }
 
     public init(dataDirectory: String) {
         self.dataDirectory = dataDirectory
@@ -33,12 +36,12 @@ public final class ServerProcess: @unchecked Sendable {
         let listen = "127.0.0.1:\(port)"
         try? FileManager.default.removeItem(atPath: logPath)
         let child = try ChildProcess.spawn(
-            [binary, "serve", "--listen", listen, "--data", dataDirectory], standardError: logPath)
+            [binary, "serve", "--listen", listen, "--data", dataDirectory] + extraArguments, standardError: logPath)
         pid = child
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if let text = try? String(contentsOfFile: logPath, encoding: .utf8),
-                let range = text.range(of: "listening on http://127.0.0.1:")
+                let range = text.range(of: "listening on http://127.0.0.1:") ?? text.range(of: "listening on https://127.0.0.1:")
             {
                 let digits = text[range.upperBound...].prefix { $0.isNumber }
                 if let value = UInt16(digits) {

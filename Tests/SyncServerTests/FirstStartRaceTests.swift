@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Several processes opening a fresh data directory at once migrate it
+/// exactly once: the losers wait for the write lock and find the work done.
+@Suite(.serialized) struct FirstStartRaceTests {
+    @Test func serveAndAccountAddOnAFreshDirectoryBothStart() throws {
+        guard let binary = MountFixture.binaryPath else {
+            skipLoudly("the notesfs binary was not built")
+            return
+        }
+        let directory = try TemporaryDirectory(prefix: "notesfs-race")
+        defer { directory.remove() }
+        for round in 0..<8 {
+            let data = directory.file("server\(round)")
+            let log = directory.file("serve\(round).log")
+            let serve = try ChildProcess.spawn(
+                [binary, "serve", "--listen", "127.0.0.1:0", "--data", data], standardError: log)
+            defer {
+                kill(serve, SIGTERM)
+                var status: Int32 = 0
+                waitpid(serve, &status, 0)
+            }
+            let added = try MountFixture.run([binary, "account", "add", "racer", "--data", data])
+            #expect(added.status == 0, "round \(round): \(added.standardError)")
+            let deadline = Date().addingTimeInterval(10)
+            var text = ""
+            while Date() < deadline {
+                text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                if text.contains("listening on") || waitpid(serve, nil, WNOHANG) != 0 { break }
+                usleep(20_000)
+            }
+            #expect(text.contains("listening on"), "round \(round): \(text)")
+            #expect(!text.contains("already exists"), "round \(round): \(text)")
+        }
+    }
+
+    @Test func twoImportsIntoAFreshProfileBothSucceed() throws {
+        guard let binary = MountFixture.binaryPath else {
+            skipLoudly("the notesfs binary was not built")
+            return
+        }
+        let directory = try TemporaryDirectory(prefix: "notesfs-race")
+        defer { directory.remove() }
+        let source = directory.file("tree")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try Data("milk\n".utf8).write(to: URL(fileURLWithPath: source + "/todo.md"))
+        for round in 0..<16 {
+            let data = directory.file("profile\(round)")
+            let first = try ChildProcess.spawn(
+                [binary, "import", source, "--data", data], standardOutput: directory.file("a\(round).out"),
+                standardError: directory.file("a\(round).err"))
+            let second = try MountFixture.run([binary, "import", source, "--data", data])
+            var status: Int32 = 0
+            waitpid(first, &status, 0)
+            let firstErrors = (try? String(contentsOfFile: directory.file("a\(round).err"), encoding: .utf8)) ?? ""
+            #expect(ChildProcess.exitStatus(status) == 0, "round \(round): \(firstErrors)")
+            #expect(second.status == 0, "round \(round): \(second.standardError)")
+            #expect(!(firstErrors + second.standardError).contains("already exists"))
+        }
+    }
+}
