@@ -43,6 +43,10 @@ let package = Package(
 
         // MARK: Libraries
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        // posix_spawn, once: the mount (fusermount3), the command and the tests start children through it.
+        .target(name: "ProcessKit"),
+        // A raw HTTP/1.1 client over loopback, shared by the load generator and the tests.
+        .target(name: "LoopbackHTTP"),
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
         .target(name: "SyncProtocol", dependencies: ["NotesModel", "CZlib"]),
@@ -50,19 +54,19 @@ let package = Package(
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
-        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
+        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse", "ProcessKit"]),
 
         // MARK: The command
         .executableTarget(
             name: "notesfs",
             dependencies: [
                 "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "SyncEngine",
-                "PostgresKit",
+                "PostgresKit", "ProcessKit",
             ]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
-            dependencies: ["NotesModel", "SyncProtocol", "SyncServer"]
+            dependencies: ["NotesModel", "SyncProtocol", "SyncServer", "LoopbackHTTP"]
         ),
 
         // The seeded chaos simulation: real stores, engines, server and mount
@@ -95,20 +99,23 @@ let package = Package(
         // MARK: Tests
         .target(
             name: "TestSupport",
-            dependencies: ["NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer"],
+            dependencies: [
+                "NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer", "ProcessKit",
+            ],
             path: "Tests/TestSupport"
         ),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
-        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"]),
+        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel", "TestSupport"]),
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "PostgresKit", "TestSupport",
+                "LoopbackHTTP", "ProcessKit",
             ]
         ),
         .testTarget(
             name: "NotesStoreTests",
-            dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport", "ProcessKit"]
         ),
         .testTarget(
             name: "SyncEngineTests",

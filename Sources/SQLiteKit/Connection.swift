@@ -81,7 +81,7 @@ public final class Connection {
         if options.walJournal && options.mode != .readOnly {
             // Reading the result forces the file open, so a non-database file
             // fails here, with its path, instead of at the first query.
-            let journal = try queryOne("PRAGMA journal_mode=WAL") { $0.string(0) }
+            let journal = try switchToWAL(withinMilliseconds: options.busyTimeoutMilliseconds)
             guard journal?.lowercased() == "wal" else {
                 throw SQLiteError(
                     code: SQLITE_ERROR, message: "cannot switch \(path) to WAL mode (got \(journal ?? "nothing"))")
@@ -91,6 +91,23 @@ public final class Connection {
         }
         try execute("PRAGMA foreign_keys=\(options.foreignKeys ? "ON" : "OFF")")
         try execute("PRAGMA synchronous=\(options.synchronous.rawValue)")
+    }
+
+    /// `PRAGMA journal_mode=WAL`, retried while it answers SQLITE_BUSY. On a
+    /// fresh file the switch needs an exclusive lock, and when another
+    /// process opens the same file at that moment SQLite answers busy at once
+    /// rather than wait in the busy handler (which could deadlock): two
+    /// first starts at once must both open, however busy the machine.
+    private func switchToWAL(withinMilliseconds milliseconds: Int32) throws(SQLiteError) -> String? {
+        let deadline = ContinuousClock.now + .milliseconds(Int(milliseconds))
+        while true {
+            do throws(SQLiteError) {
+                return try queryOne("PRAGMA journal_mode=WAL") { $0.string(0) }
+            } catch {
+                guard error.code == SQLITE_BUSY, ContinuousClock.now < deadline else { throw error }
+                usleep(2_000)
+            }
+        }
     }
 
     /// A database holds private text: the file and its `-wal` and `-shm`

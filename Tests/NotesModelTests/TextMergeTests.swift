@@ -135,8 +135,9 @@ import Testing
         }
         print("16 MiB merge with 4 changes: \(elapsed)")
         #expect(result == .merged(Self.joined(expected)))
-        // Not a benchmark: a quadratic diff would take minutes, a linear one well under a second.
-        #expect(elapsed < .seconds(20))
+        // Not a benchmark: a quadratic diff would take hours, a linear one
+        // well under a second. The ceiling is generous for a busy machine.
+        #expect(elapsed < .seconds(120))
     }
 
     @Test func aRewriteOfThousandsOfLinesStillMergesWithAnEditElsewhere() {

@@ -1,6 +1,7 @@
 import Foundation
 import NotesModel
 import NotesStore
+import ProcessKit
 import SQLiteKit
 import TestSupport
 import Testing
@@ -31,7 +32,7 @@ import Testing
             or set NOTESFS_CRASH_CHILD to its path.
             """)
         let seed = ProcessInfo.processInfo.environment["NOTESFS_CRASH_SEED"].flatMap(UInt64.init) ?? Self.defaultSeed
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         let directory = try TemporaryDirectory(prefix: "notesfs-crash")
         defer { directory.remove() }
         let databasePath = directory.file("notes.sqlite")
@@ -63,7 +64,7 @@ import Testing
 
     enum KillMoment {
         case after(milliseconds: Int)
-        /// Once the child printed this many `saved` lines (or after 10 s).
+        /// Once the child printed this many `saved` lines (or after 60 s).
         case afterSaves(Int)
     }
 
@@ -75,43 +76,32 @@ import Testing
     ) async throws -> Data? {
         let outputPath = directory.file("run-\(run).out")
         let errorPath = directory.file("run-\(run).err")
-        for path in [outputPath, errorPath] {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                Issue.record("\(context): cannot create \(path)")
-                return nil
-            }
-        }
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-        defer {
-            try? output.close()
-            try? errors.close()
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: child)
-        process.arguments = ["--db", databasePath, "--seed", String(seed), "--run", String(run), "--max-seconds", "10"]
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        // The child's own limit is far past the wait below: it must die by the kill.
+        let pid = try ChildProcess.spawn(
+            [child, "--db", databasePath, "--seed", String(seed), "--run", String(run), "--max-seconds", "120"],
+            .init(standardOutput: .file(outputPath), standardError: .file(errorPath)))
+        var ended: Int32?
         switch moment {
         case .after(let milliseconds):
             try await Task.sleep(for: .milliseconds(milliseconds))
+            ended = ChildProcess.poll(pid)
         case .afterSaves(let count):
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline {
+            // An event with a generous ceiling.
+            _ = try await waitUntil(60) {
                 let printed = FileManager.default.contents(atPath: outputPath) ?? Data()
-                if String(decoding: printed, as: UTF8.self).components(separatedBy: "\nsaved ").count - 1 >= count {
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(1))
+                ended = ChildProcess.poll(pid)
+                return ended != nil
+                    || String(decoding: printed, as: UTF8.self).components(separatedBy: "\nsaved ").count - 1 >= count
             }
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        guard process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL else {
+        if ended == nil {
+            kill(pid, SIGKILL)
+            ended = ChildProcess.wait(pid)
+        }
+        let status = ChildProcess.exitStatus(ended ?? -1)
+        guard status == 128 + SIGKILL else {
             let message = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-            Issue.record(
-                "\(context): the child was not killed by SIGKILL but ended with \(process.terminationStatus): \(message)")
+            Issue.record("\(context): the child was not killed by SIGKILL but ended with \(status): \(message)")
             return nil
         }
         return FileManager.default.contents(atPath: outputPath) ?? Data()
@@ -383,18 +373,5 @@ fileprivate enum CrashChildBinary {
             return FileManager.default.isExecutableFile(atPath: path) ? path : nil
         }
         return searchedDirectories.map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-}
-
-/// SplitMix64: the seeded source of kill delays.
-fileprivate struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

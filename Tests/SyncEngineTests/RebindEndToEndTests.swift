@@ -44,7 +44,7 @@ import Testing
         let viewer = try MountFixture(mount: false)
         defer { viewer.remove() }
         try viewer.mount(extraArguments: ["--server", second.url, "--token-file", secondToken, "--device-name", "viewer"])
-        try MountFixture.waitFor("the second server's viewer has every note", mounts: [a, viewer], seconds: 20) {
+        try MountFixture.waitFor("the second server's viewer has every note", mounts: [a, viewer]) {
             viewer.text("one.md") == "one\n" && viewer.text("Work/two.md") == "two\n"
         }
         #expect(viewer.names().sorted() == ["Work", "one.md"])

@@ -42,7 +42,7 @@ import TestSupport
         // SECLEVEL=0 lets this client offer the old versions at all.
         let result = try MountFixture.run([
             "/bin/bash", "-c",
-            "echo | timeout 10 \(Self.openssl) s_client -connect 127.0.0.1:\(http.port) \(version) "
+            "echo | timeout 60 \(Self.openssl) s_client -connect 127.0.0.1:\(http.port) \(version) "
                 + "-cipher 'DEFAULT:@SECLEVEL=0' 2>&1",
         ])
         let established = result.status == 0 && result.standardOutput.contains("Cipher is ")

@@ -4,21 +4,35 @@ import PostgresKit
 import SyncProtocol
 import SyncServer
 import Testing
+import TestSupport
 
 /// The PostgreSQL store's group commit: pushes queued while a group runs go
 /// into the next group's one transaction, and still succeed or fail alone.
 @Suite(.serialized) struct PostgresGroupCommitTests {
-    /// Pushes started in this order, each a little after the previous one so
-    /// they queue in that order.
+    /// Pushes started in this order, each a while after the previous one so
+    /// they queue in that order. (The group writer's queue cannot be watched
+    /// from outside the store, so this spacing is the one wait here that is
+    /// not an event; it is far longer than a push takes to reach the queue.)
     private static func launch(
         _ pushes: [@Sendable () async throws -> Reply]
     ) async throws -> [Task<Reply, any Error>] {
         var tasks: [Task<Reply, any Error>] = []
         for push in pushes {
             tasks.append(Task { try await push() })
-            try await Task.sleep(for: .milliseconds(60))
+            try await Task.sleep(for: .milliseconds(150))
         }
         return tasks
+    }
+
+    /// Waits until some session waits for a lock `holder` holds.
+    private static func waitUntilBlocked(by holder: PostgresConnection, _ admin: PostgresConnection) async throws {
+        let holderPID = try holder.execute("SELECT pg_backend_pid()::bigint").int64(0, 0)
+        let blocked = try await waitUntil {
+            try admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE $1::integer = ANY(pg_blocking_pids(pid))", holderPID
+            ).int64(0, 0) > 0
+        }
+        if !blocked { throw HarnessError("nothing waited for the holder's lock") }
     }
 
     /// A store with one group writer thread.
@@ -48,7 +62,7 @@ import Testing
         try holder.execute("BEGIN")
         try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
         let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.waitUntilBlocked(by: holder, try PostgresConnection(conninfo: store.conninfo))
 
         let note = NoteID()
         let create = Make.note(note, body: "one\n")
@@ -121,7 +135,7 @@ import Testing
         try holder.execute("BEGIN")
         try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
         let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.waitUntilBlocked(by: holder, try PostgresConnection(conninfo: store.conninfo))
         let tasks = try await Self.launch([
             { try await h.pushRaw([Make.note()], token: erin) },
             { try await h.pushRaw([Make.note(title: "poison.md")], token: erin) },
@@ -162,7 +176,7 @@ import Testing
             "SELECT 1 FROM entities WHERE account_id = $1 AND kind = $2 AND id = $3::uuid FOR UPDATE",
             danaID.rawValue, create.ref.kind.rawValue, UUIDText.format(create.ref.id))
         let edit = Task { try await h.pushRaw([Make.note(NoteID(create.id), body: "two\n", base: 1)], token: dana) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.waitUntilBlocked(by: holder, try PostgresConnection(conninfo: store.conninfo))
         // Returns only once the group let go of the account row: it cannot
         // commit without the note's row, so it was rolled back.
         try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", danaID.rawValue)
