@@ -1,4 +1,5 @@
 import Foundation
+import NotesModel
 import TestSupport
 import Testing
 
@@ -101,13 +102,12 @@ struct LocalOnlyAndHistoryTests {
 enum TreeGenerator {
     static func generate(databasePath: String, folders: Int, notesPerFolder: Int, seed: UInt64) throws {
         let store = try NotesStoreOpener.open(databasePath)
-        var random = seed
+        var random = SplitMix64(seed: seed)
         for folder in 0..<folders {
             let directory = try store.makeFolders(path: [String(format: "folder-%03d", folder)])
             for note in 0..<notesPerFolder {
-                random = random &* 6364136223846793005 &+ 1442695040888963407
                 let index = folder * notesPerFolder + note
-                let body = "note \(index) common words \(random % 1000)\nneedle-\(String(format: "%04d", index))\n"
+                let body = "note \(index) common words \(random.next() % 1000)\nneedle-\(String(format: "%04d", index))\n"
                 try store.createNote(in: directory, title: String(format: "note-%05d.md", index), body: Data(body.utf8))
             }
         }

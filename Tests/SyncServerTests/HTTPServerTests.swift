@@ -180,7 +180,7 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
         }
         #expect(try await waitUntil { h.server.notifier.waitingCount == 500 })
         for _ in 0..<30 {
-            #expect(try await h.push(Make.note(), token: writer).appliedVersion == 1)
+            #expect(try await h.push(Make.note(), token: writer).appliedVersion != nil)
         }
         #expect(h.server.notifier.waitingCount == 500, "the writer's pushes woke none of them")
         // One change wakes them all: each answers with it (a poll that timed out would be empty).

@@ -42,6 +42,16 @@ import TestSupport
             options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
     }
 
+    /// One group writer whose sessions look for deadlocks after 5 s.
+    private static let oneSlowDeadlockCheckWriter = StoreFactory(name: "postgres, one writer, 5 s deadlock check") {
+        directory in
+        let conninfo = try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory))
+            .replacingOccurrences(of: "options='", with: "options='-c deadlock_timeout=5s ")
+        return try PostgresServerStore(
+            conninfo: conninfo,
+            options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
+    }
+
     @Test func aGroupWhereOnePushFailsAppliesTheOthersExactlyOnceWithAGaplessFeed() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
         // One writer thread, so everything queued behind the blocked group
@@ -158,7 +168,7 @@ import TestSupport
 
     @Test func aGroupChosenAsADeadlockVictimRunsAgainAndAppliesItsPushOnce() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
-        let h = try Harness(Self.oneWriter)
+        let h = try Harness(Self.oneSlowDeadlockCheckWriter)
         let store = try #require(h.store as? PostgresServerStore)
         let dana = try await h.account("dana")
         let danaID = try #require(try await store.account(named: "dana")).id
@@ -167,10 +177,13 @@ import TestSupport
 
         // The other side of a lock cycle: it holds the note's row, the group
         // takes the account row and waits for the note's row, then this side
-        // asks for the account row. Its deadlock_timeout is the longer, so the
-        // group's session finds the cycle and is the one aborted.
+        // asks for the account row. PostgreSQL looks for a cycle once per
+        // wait, deadlock_timeout after it began: the group's session looks 5 s
+        // after it began waiting (this side asks well within that, however
+        // busy the machine), this side after 60 s, so the group finds the
+        // cycle and is the one aborted.
         let holder = try PostgresConnection(conninfo: store.conninfo)
-        try holder.execute("SET deadlock_timeout = '10s'")
+        try holder.execute("SET deadlock_timeout = '60s'")
         try holder.execute("BEGIN")
         try holder.execute(
             "SELECT 1 FROM entities WHERE account_id = $1 AND kind = $2 AND id = $3::uuid FOR UPDATE",
