@@ -15,13 +15,6 @@ final class CollectingLogger: ServerLogger {
     var all: [String] { lines.withLock { $0 } }
 }
 
-/// Runs `work` on a thread of its own and returns its result.
-func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        blockingThread { continuation.resume(with: Result { try work() }) }
-    }
-}
-
 /// What only a real HTTP server can show: transport limits, slow clients,
 /// parked connections, compression, logs, shutdown.
 @Suite struct HTTPServerTests {
@@ -160,20 +153,22 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
     /// (`scripts/bench-server`, the "long polls parked" row); this checks what
     /// holds on any machine.
     @Test func fiveHundredParkedLongPollsLeavePushesServedAndOneChangeWakesThemAll() async throws {
-        // All from one address: no per-address limit here.
-        let (h, transport) = try Self.harness { $0.connectionsPerAddressMax = 0 }
+        // All from one address: no per-address limit here. The polls wait up
+        // to ten minutes: only the change can answer them within this test.
+        var limits = ProtocolLimits.standard
+        limits.waitSecondsMax = 600
+        let (h, transport) = try Self.harness(limits: limits) { $0.connectionsPerAddressMax = 0 }
         let watched = try await h.account("watched")
         let writer = try await h.account("writer")
         let port = transport.port
         let head = try await h.changes(token: watched)
         // Park 500 long polls on one account.
         let request = RawHTTPConnection.requestBytes(
-            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "30"]),
+            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "600"]),
             headers: ["Authorization": "Bearer \(watched)"], body: Data())
         let polls = try await onThread {
             try (0..<500).map { _ in
-                // Longer than the polls' 30 s wait: a poll that times out answers an empty page.
-                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 60)
+                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 600)
                 connection.write(request)
                 return HTTPTransport.ConnectionBox(connection)
             }
@@ -193,17 +188,19 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
     }
 
     @Test func stoppingAnswersParkedLongPollsAndFinishesCleanly() async throws {
-        let (h, transport) = try Self.harness()
+        // The polls wait up to ten minutes: only the stop can answer them within this test.
+        var limits = ProtocolLimits.standard
+        limits.waitSecondsMax = 600
+        let (h, transport) = try Self.harness(limits: limits)
         let token = try await h.account()
         let port = transport.port
         let head = try await h.changes(token: token)
         let request = RawHTTPConnection.requestBytes(
-            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "30"]),
+            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "600"]),
             headers: ["Authorization": "Bearer \(token)"], body: Data())
         let polls = try await onThread {
             try (0..<5).map { _ in
-                // Less than the polls' 30 s wait: only the stop can answer them in time.
-                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 25)
+                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 300)
                 connection.write(request)
                 return HTTPTransport.ConnectionBox(connection)
             }

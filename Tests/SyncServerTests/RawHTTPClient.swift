@@ -4,6 +4,7 @@ import LoopbackHTTP
 import SyncProtocol
 import SyncServer
 import Synchronization
+import TestSupport
 
 extension Reply {
     /// A reply read off a raw connection, its body gunzipped when the server compressed it.
@@ -103,11 +104,4 @@ final class HTTPTransport: Transport {
             }
         }
     }
-}
-
-/// Runs blocking work on a new thread.
-func blockingThread(_ work: @escaping @Sendable () -> Void) {
-    let thread = Thread(block: work)
-    thread.stackSize = 1 << 20
-    thread.start()
 }

@@ -25,3 +25,20 @@ public final class SharedCount: Sendable {
     public var value: Int { count.load(ordering: .sequentiallyConsistent) }
     public func add(_ amount: Int) { count.add(amount, ordering: .sequentiallyConsistent) }
 }
+
+/// Runs blocking work (a child process, a socket, a libpq call) on a thread
+/// of its own and returns its result. Swift's cooperative pool has only as
+/// many threads as cores: a test that blocks one of them delays every other
+/// test in the process.
+public func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        blockingThread { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// Runs blocking work on a new thread.
+public func blockingThread(_ work: @escaping @Sendable () -> Void) {
+    let thread = Thread(block: work)
+    thread.stackSize = 1 << 20
+    thread.start()
+}
