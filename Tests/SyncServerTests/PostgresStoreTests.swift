@@ -127,16 +127,27 @@ final class Flag: Sendable {
     /// each notification went two frames deeper, slower and slower).
     @Test func theRemoteCommitHandlerRunsAtTheSameDepthAfterManyNotifications() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
-        let conninfo = try PostgresTestCluster.conninfo(schema: "n_" + UUID().uuidString.prefix(8).lowercased())
+        let schema = "n_" + UUID().uuidString.prefix(8).lowercased()
+        let conninfo = try PostgresTestCluster.conninfo(schema: schema)
         let writer = try PostgresServerStore(conninfo: conninfo)
         let listener = try PostgresServerStore(conninfo: conninfo)
+        // Both stores listen (each on a connection of its own) before the first commit.
+        let admin = try PostgresConnection(conninfo: conninfo)
+        #expect(
+            try await waitUntil {
+                try admin.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query = $1", #"LISTEN "notesfs_\#(schema)""#
+                ).int64(0, 0) >= 2
+            })
         let depths = Mutex<[Int]>([])
         listener.onRemoteCommit { _ in
             let depth = Thread.callStackReturnAddresses.count
             depths.withLock { $0.append(depth) }
         }
         let account = try await writer.createAccount(name: "eve", at: Date())
-        for _ in 0..<60 {
+        // One commit at a time, each heard before the next (notifications
+        // queued together would be sent once): 60 calls of the handler.
+        for commit in 1...60 {
             try await writer.push(account: account) { transaction in
                 let version = try transaction.lockAccount() + 1
                 try transaction.write(
@@ -145,18 +156,12 @@ final class Flag: Sendable {
                         body: Data("x".utf8), parentId: nil, updatedAt: Date()))
                 try transaction.setCounter(version)
             }
-        }
-        // Notifications queued together are sent once: wait for the first 20,
-        // then until no more arrive for a second.
-        _ = try await waitUntil { depths.withLock { $0.count } >= 20 }
-        var heard = -1
-        while heard != depths.withLock({ $0.count }) {
-            heard = depths.withLock { $0.count }
-            try await Task.sleep(for: .seconds(1))
+            let heard = try await waitUntil { depths.withLock { $0.count } >= commit }
+            #expect(heard, "commit \(commit) was not heard")
+            if !heard { break }
         }
         let seen = depths.withLock { $0 }
-        // Notifications queued together are sent once, so fewer may arrive.
-        #expect(seen.count >= 20, "only \(seen.count) of 60 commits were heard")
+        #expect(seen.count >= 60, "only \(seen.count) of 60 commits were heard")
         let deepest = try #require(seen.max()), shallowest = try #require(seen.min())
         #expect(deepest - shallowest < 20, "handler depth ranged \(shallowest)…\(deepest)")
         await writer.close()
