@@ -2,7 +2,6 @@ import Foundation
 import NotesFS
 import NotesStore
 import SyncEngine
-import Synchronization
 
 struct MountCommand: Command {
     static let name = "mount"
@@ -86,20 +85,12 @@ struct MountCommand: Command {
         guard !binding.isEmpty, binding.tokenID != token.id else { return }
         let url = try profile.serverURL()
         let transport = HTTPSyncTransport(baseURL: url, token: token.text, caFile: try profile.checkedCAFile())
-        let answer = Mutex<Result<String?, TransportError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let result: Result<String?, TransportError>
-            do throws(TransportError) {
-                result = .success(try await transport.namedAccount(timeoutSeconds: accountProbeSeconds))
-            } catch {
-                result = .failure(error)
-            }
-            answer.withLock { $0 = result }
-            done.signal()
+        let key: String?
+        do {
+            key = try ServerData.blockingAwait { try await transport.namedAccount(timeoutSeconds: accountProbeSeconds) }
+        } catch {
+            return  // No answer (offline, a token the server refuses, …): the engine decides, status says why.
         }
-        done.wait()
-        guard case .success(let key)? = answer.withLock({ $0 }) else { return }
         let check = binding.check(
             serverAccount: key.map { "account:" + $0 }, tokenID: token.id, server: url.absoluteString)
         if case .failure(let error) = check { throw CommandError.failed(error.description) }
