@@ -21,7 +21,9 @@ struct MountCommand: Command {
           --server URL   sync with this server (http://host:8080); remembered in the
                          profile's sync.json, so later mounts need no flags
           --token-file F the file holding the token 'notesfs account add' printed
-                         (read at every mount, never copied or logged)
+                         (read at every mount, never copied or logged); any token
+                         of the account the profile syncs with works, another
+                         account's is refused (then see 'notesfs sync --rebind')
           --device-name NAME  the name conflict copies show (default: the host name)
           --ca-file F    trust the certificates in this PEM file for an https server
                          (a private CA or a self-signed server); remembered like
