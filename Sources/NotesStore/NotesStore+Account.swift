@@ -59,7 +59,7 @@ public struct AccountBinding: Sendable, Equatable {
     static let wayOutLowercase =
         "to move these notes to the token's account (keeping every note), unmount and run: "
         + "notesfs sync --rebind --server URL --token-file F, then mount; for a separate set of notes, mount another "
-        + "--profile with this token"
+        + "--profile with this token."
     static let wayOut =
         "To sync this database as before, mount it with its account's token (--token-file); "
         + wayOutLowercase
