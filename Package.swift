@@ -114,7 +114,7 @@ let package = Package(
             name: "SyncEngineTests",
             dependencies: [
                 "SyncEngine", "SyncServer", "SyncProtocol", "HTTPServer", "NotesStore", "NotesModel", "SQLiteKit",
-                "TestSupport",
+                "PostgresKit", "TestSupport",
             ]
         ),
         .testTarget(

@@ -113,6 +113,11 @@ public actor SyncScheduler {
     private var runsCompleted = 0
     /// The hold last written to the log, so each run while held does not repeat it.
     private var lastHoldLogged: String?
+    /// The last run was blocked (another account's token): only a run asked
+    /// for (`notesfs sync`) checks again; local changes and the long poll wait.
+    private var blocked = false
+    /// The block last written to the log.
+    private var lastBlockLogged: String?
     private var loopTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
     private var externalCommitTask: Task<Void, Never>?
@@ -287,6 +292,7 @@ public actor SyncScheduler {
     /// When the next run is due, or nil when nothing waits.
     private func dueTime(now: Double) -> Double? {
         let state = signals.withLock { $0 }
+        if blocked && !state.runNow { return nil }
         var due: Double?
         if state.runNow {
             due = now
@@ -325,6 +331,10 @@ public actor SyncScheduler {
         runsCompleted += 1
         lastOutcome = outcome
         defer { runEnded.ring() }
+        if case .blocked = outcome {} else {
+            blocked = false
+            lastBlockLogged = nil
+        }
         switch outcome {
         case .succeeded:
             lastHoldLogged = nil
@@ -345,6 +355,17 @@ public actor SyncScheduler {
             statusText.withLock { $0 = nil }
             if reason != lastHoldLogged { log("sync: \(reason)") }
             lastHoldLogged = reason
+        case .blocked(let reason):
+            // Retrying cannot help until the user acts; the store's status
+            // line carries the reason and the way out.
+            blocked = true
+            backoff.succeeded()
+            retryAt = nil
+            statusText.withLock {
+                $0 = "Sync stays off in this mount until the token or the profile is changed; notesfs sync checks again"
+            }
+            if reason != lastBlockLogged { log("sync is off: \(reason)") }
+            lastBlockLogged = reason
         case .storeFailed(let reason):
             scheduleRetry { delay in
                 ("sync stopped by the local database: \(reason); next try in \(Int(delay.rounded())) s",
@@ -373,6 +394,13 @@ public actor SyncScheduler {
         // before it ends would only ask for the same rows.
         try? await clock.sleep(until: nil, orUntil: runEnded)
         while !stopped && !Task.isCancelled {
+            if blocked {
+                // Another account's feed is none of this store's business;
+                // a run the user asks for checks again.
+                try? await clock.sleep(
+                    until: clock.now() + Double(configuration.longPollWaitSeconds), orUntil: runEnded)
+                continue
+            }
             guard let cursorText = (try? store.syncState().cursor) ?? nil else {
                 // No cursor until the first run has pulled. While that run
                 // fails, probe the server, so its return is noticed long

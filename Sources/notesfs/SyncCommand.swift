@@ -115,6 +115,8 @@ struct SyncCommand: Command {
             return heldExitCode
         case let line?:
             let reason = line.hasPrefix("failed ") ? String(line.dropFirst("failed ".count)) : line
+            // Another account's token: retrying cannot help until the user acts.
+            if reason.hasPrefix("sync is off: ") { throw CommandError.failed(reason + " Your notes are safe locally.") }
             throw CommandError.failed("sync failed: \(reason). Your notes are safe locally; it retries by itself.")
         case nil:
             throw CommandError.failed("the mount closed the connection without an answer; see mount.log")

@@ -142,6 +142,7 @@ final class SyncControlSocket: Sendable {
             case .failed(let error)?: send("failed " + error.description)
             case .held(let reason)?: send("held " + reason)
             case .storeFailed(let reason)?: send("failed " + reason)
+            case .blocked(let reason)?: send("failed sync is off: " + reason)
             case nil: send("failed the mount stopped")
             }
         case "status":

@@ -337,7 +337,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 8)
     }
 
     /// Turns a current (v6) database back into the v5 layout: no local
@@ -396,7 +396,7 @@ import Testing
         try Self.downgradeToVersion4(path)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 8)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.search("old").map(\.noteID) == [id])
         try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
@@ -405,10 +405,21 @@ import Testing
         #expect(try store.search("old").map(\.noteID) == [id])
     }
 
-    /// Turns a current (v7) database back into the v6 layout: local-only
+    /// Turns a current (v8) database back into the v7 layout: the binding
+    /// in `account_id` alone (`token:<id>` then), no `account_token_id`.
+    static func downgradeToVersion7(_ path: String) throws {
+        try Connection(path: path).execute(
+            """
+            UPDATE sync_state SET account_id = 'token:' || account_token_id WHERE account_token_id IS NOT NULL;
+            ALTER TABLE sync_state DROP COLUMN account_token_id; PRAGMA user_version = 7;
+            """)
+    }
+
+    /// Turns a v7 database back into the v6 layout: local-only
     /// files' bytes in `local_entries.data` (call it before any file has a
     /// backing file), no `file` or `size` column.
     static func downgradeToVersion6(_ path: String) throws {
+        try downgradeToVersion7(path)
         try Connection(path: path).execute(
             "ALTER TABLE local_entries DROP COLUMN file; ALTER TABLE local_entries DROP COLUMN size; PRAGMA user_version = 6")
     }
@@ -450,7 +461,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 8)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -477,7 +488,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 8)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)

@@ -162,6 +162,9 @@ import TestSupport
         let first = RemoteClient(port: fleet.ports[0], token: account.token)
         let second = RemoteClient(port: fleet.ports[1], token: account.token)
         let start = try await first.changes(since: nil)
+        // Every serve process keeps the one installation secret: the account has one key.
+        let other = try await second.changes(since: nil)
+        #expect(start.account != nil && start.account == other.account)
         async let polled = first.changes(since: start.nextCursor, wait: 10)
         try await Task.sleep(for: .milliseconds(500))
         let pushedAt = ContinuousClock.now
