@@ -122,6 +122,7 @@ struct ServeCommand: Command {
         }
         let scheme = tls == nil ? "http" : "https"
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+        let systemd = SystemdNotifier.fromEnvironment()
         logger.log(
             "notesfs serve: listening on \(scheme)://\(host):\(http.port) (data \(dataText), "
                 + "pid \(getpid()))")
@@ -167,7 +168,9 @@ struct ServeCommand: Command {
             source.resume()
             return source
         }
+        systemd.send("READY=1")
         stopped.wait()
+        systemd.send("STOPPING=1")
         logger.log("notesfs serve: stopping (finishing requests in flight)")
         http.stop(graceSeconds: 10)
         revocations.cancel()
