@@ -254,7 +254,7 @@ struct ServiceCommand: Command {
     static func uninstall(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let system = arguments.has("--system")
         if arguments.has("--all") {
-            let removed = removeAll(console: console)
+            let removed = removeAll(includingSystem: true, console: console)
             console.out(removed == 0 ? "No notesfs units were installed." : "Removed \(removed) notesfs unit(s).")
             return 0
         }
@@ -277,10 +277,10 @@ struct ServiceCommand: Command {
     }
 
     /// Stops, disables and removes every unit notesfs wrote (user units, and
-    /// system ones when root); returns how many. Used by `notesfs uninstall`.
-    static func removeAll(console: Console) -> Int {
+    /// system ones too when asked and root); returns how many.
+    static func removeAll(includingSystem: Bool, console: Console) -> Int {
         var removed = 0
-        for system in geteuid() == 0 ? [false, true] : [false] {
+        for system in includingSystem && geteuid() == 0 ? [false, true] : [false] {
             for unit in installedUnits(system: system) {
                 do {
                     try remove(unit: unit, system: system, console: console)

@@ -9,8 +9,8 @@ struct UninstallCommand: Command {
     static let help = """
         Usage: notesfs uninstall [--prefix DIR]
 
-        Stops and removes the systemd units notesfs wrote, unmounts your notesfs
-        mounts, and removes <prefix>/bin/notesfs, its manual page and its shell
+        Stops and removes the systemd units notesfs wrote, unmounts the mounts of
+        your profiles, and removes <prefix>/bin/notesfs, its manual page and its shell
         completion. Your notes and their data directories (~/.local/share/notesfs/)
         are never touched; the command says how to delete them if you want to.
           --prefix DIR   the prefix notesfs was installed under (default: the one
@@ -20,9 +20,17 @@ struct UninstallCommand: Command {
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let layout = InstallLayout(prefix: arguments.option("--prefix") ?? installedPrefix() ?? InstallLayout.defaultPrefix)
-        _ = ServiceCommand.removeAll(console: console)
+        // A system-wide install (root, a prefix outside the home directory)
+        // also owns the system server unit; a per-user one leaves it alone.
+        let home = ServiceCommand.home
+        let systemWide = geteuid() == 0 && !(home.map { layout.prefix == $0 || layout.prefix.hasPrefix($0 + "/") } ?? false)
+        _ = ServiceCommand.removeAll(includingSystem: systemWide, console: console)
+        // Your mounts are those of your profiles; a mount of a --data
+        // directory elsewhere is someone's own arrangement and stays.
+        let data = DataLocation.dataHome.appendingPathComponent("notesfs").standardizedFileURL.path
         var failed = false
-        for mount in MountTable.mounts() where mount.fileSystemType.hasSuffix("notesfs") {
+        for mount in MountTable.mounts()
+        where mount.fileSystemType.hasSuffix("notesfs") && mount.source.hasPrefix("notesfs:" + data + "/") {
             let status = UnmountCommand.runProgram(["fusermount3", "-u", mount.mountpoint])
             if status == 0 {
                 console.out("Unmounted \(mount.mountpoint).")
@@ -41,7 +49,6 @@ struct UninstallCommand: Command {
             console.out("Removed from \(layout.prefix):")
             for path in removed { console.out("  " + path) }
         }
-        let data = DataLocation.dataHome.appendingPathComponent("notesfs").path
         if FileManager.default.fileExists(atPath: data) {
             console.out("Your notes are still in \(data) (every profile, and server data if any). To delete them too: rm -rf '\(data)'")
         }
