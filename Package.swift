@@ -129,5 +129,6 @@ let package = Package(
             name: "NotesFSTests",
             dependencies: ["NotesFS", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
         ),
+        .testTarget(name: "DocumentationTests"),
     ]
 )

@@ -76,14 +76,8 @@ final class FolderAttributeCache: Sendable {
             if case .folder = ref { return true }
             return false
         }
-        func mayBeDirectory(_ ref: EntryRef) -> Bool {
-            switch ref {
-            case .folder, .local: return true
-            case .note, .root: return false
-            }
-        }
         return commit.changedEntries.contains(where: isFolder)
-            || commit.addedNames.contains { mayBeDirectory($0.entry) }
-            || commit.removedNames.contains { mayBeDirectory($0.entry) }
+            || commit.addedNames.contains(where: \.isDirectory)
+            || commit.removedNames.contains(where: \.isDirectory)
     }
 }

@@ -40,7 +40,8 @@ extension NotesStore {
         try db.run(
             "INSERT INTO names(parent_key, name, entry_kind, entry_id, source) VALUES (?, ?, ?, ?, ?)",
             directory.key, name, entry.kindCode, entry.idText, source)
-        commit.addedNames.append(DirectoryName(directory: directory, name: name, entry: entry))
+        commit.addedNames.append(
+            DirectoryName(directory: directory, name: name, entry: entry, isDirectory: try isDirectory(db, entry)))
         return name
     }
 
@@ -48,7 +49,22 @@ extension NotesStore {
     func removeName(_ db: Connection, entry: EntryRef, commit: inout StoreCommit) throws {
         guard let existing = try NameRow.find(db, entry: entry) else { return }
         try db.run("DELETE FROM names WHERE seq = ?", existing.seq)
-        commit.removedNames.append(DirectoryName(directory: existing.directory, name: existing.name, entry: entry))
+        commit.removedNames.append(
+            DirectoryName(
+                directory: existing.directory, name: existing.name, entry: entry,
+                isDirectory: try isDirectory(db, entry)))
+    }
+
+    /// Whether `entry` counts in its parent's link count. A local-only entry
+    /// whose row is already gone counts as a directory, the safe answer.
+    func isDirectory(_ db: Connection, _ entry: EntryRef) throws -> Bool {
+        switch entry {
+        case .root, .folder: return true
+        case .note: return false
+        case .local(let seq):
+            let type = try db.queryOne("SELECT type FROM local_entries WHERE seq = ?", seq) { $0.int64(0) }
+            return type.map { $0 == Int64(EntryKind.directory.rawValue) } ?? true
+        }
     }
 
     /// Re-places every live note and folder whose folder is `folderID`, after

@@ -132,7 +132,8 @@ extension NotesStore {
         try db.run(
             "INSERT INTO names(parent_key, name, entry_kind, entry_id, source) VALUES (?, ?, ?, ?, ?)",
             directory.key, name, entry.kindCode, entry.idText, current.source)
-        commit.addedNames.append(DirectoryName(directory: directory, name: name, entry: entry))
+        commit.addedNames.append(
+            DirectoryName(directory: directory, name: name, entry: entry, isDirectory: try isDirectory(db, entry)))
     }
 
     private func renameFolder(

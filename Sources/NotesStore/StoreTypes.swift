@@ -235,4 +235,14 @@ public struct DirectoryName: Hashable, Sendable {
     public var directory: DirectoryRef
     public var name: String
     public var entry: EntryRef
+    /// True when the entry is (or, unknown, may be) a directory: its parent's
+    /// link count counts it. A local-only file's name says false.
+    public var isDirectory: Bool
+
+    public init(directory: DirectoryRef, name: String, entry: EntryRef, isDirectory: Bool) {
+        self.directory = directory
+        self.name = name
+        self.entry = entry
+        self.isDirectory = isDirectory
+    }
 }

@@ -74,6 +74,33 @@ struct TimesMountTests {
         #expect(!outbox.contains { $0.kind == "folder" }, "\(outbox)")
     }
 
+    /// The mount answers folder attributes from memory; a local-only
+    /// directory coming or going must still move its parent's link count, and
+    /// a local-only file must not.
+    @Test func aFoldersLinkCountFollowsLocalOnlyDirectoriesButNotFiles() throws {
+        let fixture = try MountFixture()
+        defer { fixture.remove() }
+        try fixture.sh("mkdir Work Other")
+        try python(
+            fixture,
+            """
+            def links(path):
+                return stat(path).st_nlink
+            work, other = links('Work'), links('Other')
+            os.mkdir('Work/.git')
+            assert links('Work') == work + 1, ('mkdir', links('Work'), work)
+            for i in range(3):
+                with open('Work/.save.tmp', 'w') as f:
+                    f.write('x')
+                os.rename('Work/.save.tmp', 'Work/.kept%d' % i)
+                assert links('Work') == work + 1, ('local file', links('Work'), work)
+            os.rename('Work/.git', 'Other/.git')
+            assert links('Work') == work and links('Other') == other + 1, (links('Work'), links('Other'))
+            os.rmdir('Other/.git')
+            assert links('Other') == other, ('rmdir', links('Other'), other)
+            """)
+    }
+
     @Test func touchDashAAndTouchDashMEachChangeOnlyTheirOwnTime() throws {
         let fixture = try MountFixture()
         defer { fixture.remove() }
