@@ -31,15 +31,17 @@ struct UninstallCommand: Command {
         var failed = false
         for mount in MountTable.mounts()
         where mount.fileSystemType.hasSuffix("notesfs") && mount.source.hasPrefix("notesfs:" + data + "/") {
-            let status = UnmountCommand.runProgram(["fusermount3", "-u", mount.mountpoint])
-            if status == 0 {
+            do {
+                try UnmountCommand.unmount(mount, lazy: false)
                 console.out("Unmounted \(mount.mountpoint).")
-            } else {
+            } catch {
                 failed = true
-                console.error(
-                    "notesfs: could not unmount \(mount.mountpoint) (a file open in it, or another user's mount?); "
-                        + "close what uses it and run: notesfs unmount \(mount.mountpoint)")
+                console.error("notesfs: \(error)")
             }
+        }
+        // Keep the program while a mount remains, so 'notesfs unmount' still works.
+        guard !failed else {
+            throw CommandError.failed("nothing else was removed; unmount, then run 'notesfs uninstall' again")
         }
         var removed: [String] = []
         for path in layout.allPaths where try InstallFiles.remove(path) { removed.append(path) }
@@ -52,7 +54,7 @@ struct UninstallCommand: Command {
         if FileManager.default.fileExists(atPath: data) {
             console.out("Your notes are still in \(data) (every profile, and server data if any). To delete them too: rm -rf '\(data)'")
         }
-        return failed ? 1 : 0
+        return 0
     }
 
     /// The prefix this binary was installed under, when it runs from `<prefix>/bin/notesfs`.

@@ -55,8 +55,26 @@ import TestSupport
         try checkManualPage(prefix: prefix, environment: environment)
         try checkCompletion(prefix: prefix, home: home, environment: environment)
 
+        // A mount of a profile is the user's: uninstall unmounts it (and waits for its process).
+        let mountpoint = home + "/Notes"
+        let mounting = MountFixture.shouldRun
+        if mounting {
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            let mounted = try Programs.run([installed, "mount", mountpoint], environment: environment)
+            #expect(mounted.status == 0, "\(mounted.standardError)")
+        }
+        defer { if mounting { _ = try? MountFixture.run(["fusermount3", "-u", "-z", mountpoint]) } }
+
         let uninstall = try Programs.run([installed, "uninstall"], environment: environment)
         #expect(uninstall.status == 0, "\(uninstall.standardError)")
+        if mounting {
+            #expect(uninstall.standardOutput.contains("Unmounted \(mountpoint)."), "\(uninstall.standardOutput)")
+            let table = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+            #expect(!table.contains(" \(mountpoint) "), "still mounted")
+            let lock = open(data + "/mount.lock", O_RDONLY)
+            #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0, "the mount process still holds its lock")
+            close(lock)
+        }
         for (file, _) in files {
             #expect(!FileManager.default.fileExists(atPath: prefix + "/" + file), "\(file) is still there")
         }

@@ -73,10 +73,31 @@ final class Child {
 
     var log: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
-    /// Waits for the exit and returns the exit status.
+    /// How long `wait` waits before it kills the child: a guard against a
+    /// hang, never a measurement.
+    static let exitWaitSeconds = 30.0
+
+    /// Waits for the exit and returns the exit status; a child still running
+    /// after `exitWaitSeconds` is killed, recorded as an issue, and gives -1.
     func wait() -> Int32 {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let deadline = Date().addingTimeInterval(Self.exitWaitSeconds)
+        while true {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { break }
+            if done < 0 && errno != EINTR {
+                reaped = true
+                return -1
+            }
+            if Date() > deadline {
+                Issue.record("pid \(pid) did not exit within \(Self.exitWaitSeconds) s; killing it")
+                kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                reaped = true
+                return -1
+            }
+            usleep(10_000)
+        }
         reaped = true
         return ChildProcess.exitStatus(status)
     }
@@ -84,7 +105,9 @@ final class Child {
     func stop() {
         guard !reaped else { return }
         kill(pid, SIGKILL)
-        _ = wait()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        reaped = true
     }
 }
 
@@ -120,8 +143,15 @@ final class NotifySocket {
 
     /// The next message, or nil when none came in time.
     func receive() -> String? {
+        let deadline = Date().addingTimeInterval(Double(Self.waitSeconds))
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, Self.waitSeconds * 1_000) == 1 else { return nil }
+        while true {
+            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1_000))
+            let ready = poll(&poller, 1, left)
+            if ready == 1 { break }
+            if ready < 0 && errno == EINTR { continue }
+            return nil
+        }
         var buffer = [UInt8](repeating: 0, count: 4_096)
         let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
