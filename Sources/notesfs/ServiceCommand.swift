@@ -271,8 +271,8 @@ struct ServiceCommand: Command {
         guard isOurs(path) else {
             throw CommandError.failed("there is no \(unit) written by notesfs in \(unitDirectory(system: system))")
         }
-        try remove(unit: unit, system: system, console: console)
-        console.out("Removed \(path) (stopped and disabled). Your notes are untouched.")
+        let stopped = try remove(unit: unit, system: system, console: console)
+        console.out("Removed \(path)\(stopped ? " (stopped and disabled)" : ""). Your notes are untouched.")
         return 0
     }
 
@@ -283,7 +283,7 @@ struct ServiceCommand: Command {
         for system in includingSystem && geteuid() == 0 ? [false, true] : [false] {
             for unit in installedUnits(system: system) {
                 do {
-                    try remove(unit: unit, system: system, console: console)
+                    _ = try remove(unit: unit, system: system, console: console)
                     console.out("Removed \(unitDirectory(system: system))/\(unit).")
                     removed += 1
                 } catch {
@@ -316,16 +316,23 @@ struct ServiceCommand: Command {
         return names.filter { $0.hasPrefix("notesfs-") && $0.hasSuffix(".service") && isOurs(directory + "/" + $0) }.sorted()
     }
 
-    static func remove(unit: String, system: Bool, console: Console) throws {
-        let path = unitDirectory(system: system) + "/" + unit
-        // A manager that cannot be reached has nothing running to stop.
-        if systemctlReachable(system: system) {
-            try systemctl(["disable", "--now", unit], system: system, unit: unit)
+    /// Stops, disables and removes one unit; returns whether systemctl
+    /// could be reached to stop it (a manager that cannot be reached runs
+    /// nothing of it, and the links `enable` made are removed by hand).
+    @discardableResult
+    static func remove(unit: String, system: Bool, console: Console) throws -> Bool {
+        let directory = unitDirectory(system: system)
+        let reachable = systemctlReachable(system: system)
+        if reachable { try systemctl(["disable", "--now", unit], system: system, unit: unit) }
+        let wants = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".wants") }
+        for link in wants.map({ "\(directory)/\($0)/\(unit)" }) where (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) != nil {
+            unlink(link)
         }
-        guard unlink(path) == 0 || errno == ENOENT else {
-            throw CommandError.failed("cannot remove \(path): \(String(cString: strerror(errno)))")
+        guard unlink(directory + "/" + unit) == 0 || errno == ENOENT else {
+            throw CommandError.failed("cannot remove \(directory)/\(unit): \(String(cString: strerror(errno)))")
         }
-        if systemctlReachable(system: system) { try systemctl(["daemon-reload"], system: system, unit: unit) }
+        if reachable { try systemctl(["daemon-reload"], system: system, unit: unit) }
+        return reachable
     }
 
     static func isOurs(_ path: String) -> Bool {

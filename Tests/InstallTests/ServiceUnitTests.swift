@@ -88,8 +88,14 @@ import TestSupport
         #expect(listed.lines.filter { $0.contains(".service (user)") }.count == 3, "\(listed.standardOutput)")
 
         // Uninstall removes what notesfs wrote, and never a unit it did not write.
+        // The link 'systemctl enable' makes goes too, even with no manager to ask.
+        let wants = home.unitDirectory + "/default.target.wants"
+        try FileManager.default.createDirectory(atPath: wants, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: wants + "/notesfs-mount-work.service", withDestinationPath: home.unitDirectory + "/notesfs-mount-work.service")
         #expect(try home.notesfs(["service", "uninstall", "--profile", "work"]).status == 0)
         #expect(!FileManager.default.fileExists(atPath: home.unitDirectory + "/notesfs-mount-work.service"))
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: wants + "/notesfs-mount-work.service")) == nil)
         #expect(try home.notesfs(["service", "uninstall", "--server"]).status == 0)
         try Data("[Service]\nExecStart=/bin/true\n".utf8).write(to: URL(fileURLWithPath: serverUnit))
         let refused = try home.notesfs(["service", "install-server", "--no-start"])
