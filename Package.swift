@@ -122,6 +122,9 @@ let package = Package(
             dependencies: ["NotesSimulation"],
             exclude: ["regression-seeds.txt"]
         ),
+        // The installed program: install/uninstall into a temporary prefix,
+        // man page, completion scripts, systemd units, sd_notify.
+        .testTarget(name: "InstallTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "NotesFSTests",
             dependencies: ["NotesFS", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]

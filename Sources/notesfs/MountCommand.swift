@@ -39,7 +39,8 @@ struct MountCommand: Command {
         """
     /// `--ready-fd` is internal: the background process reports on it.
     static let spec = ArgumentSpec(
-        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name", "--ca-file"]), flags: ["--foreground", "--insecure-http"], positional: 1...1)
+        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name", "--ca-file"]),
+        flags: ["--foreground", "--insecure-http"], positional: 1...1, hidden: ["--ready-fd"])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
@@ -51,6 +52,7 @@ struct MountCommand: Command {
         }
         let report = MountReport(descriptor: readyDescriptor)
         do {
+            try clearDeadMount(mountpoint, location: location, console: console)
             try checkMountpoint(mountpoint)
             try checkFuse()
             try DataLocation.makePrivateDirectory(location.directory.path)
@@ -146,6 +148,22 @@ struct MountCommand: Command {
         _ = try profile.token()
         _ = try profile.checkedCAFile()
         return profile
+    }
+
+    /// A mount whose process died (killed, crashed) stays in the kernel's
+    /// table and fails every call with ENOTCONN, so a restart — by hand or by
+    /// the systemd unit — detaches it first. Only a mount of this same data
+    /// directory that no process serves (its lock is free) is touched.
+    static func clearDeadMount(_ path: String, location: DataLocation, console: Console) throws(CommandError) {
+        guard let mount = MountTable.mount(at: path), mount.fileSystemType.hasSuffix("notesfs"),
+            mount.source == "notesfs:" + location.directory.path,
+            !UnmountCommand.isLocked(location.directory.path)
+        else { return }
+        guard UnmountCommand.runProgram(["fusermount3", "-u", "-z", path]) == 0 else {
+            throw .failed(
+                "\(path) still holds a mount of this profile whose process died; detach it with: fusermount3 -u -z '\(path)'")
+        }
+        console.error("Detached the mount on \(path) left by a notesfs process that died.")
     }
 
     static func checkMountpoint(_ path: String) throws(CommandError) {
@@ -317,6 +335,7 @@ struct MountDaemon {
         for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
+        let systemd = SystemdNotifier.fromEnvironment()
 
         let lock = try MountLock.acquire(location.directory.path)
         defer { close(lock) }
@@ -354,8 +373,10 @@ struct MountDaemon {
         signalThread.start()
 
         report.ready()
+        systemd.send("READY=1")
         sync?.start()
         let result = mount.serve()
+        systemd.send("STOPPING=1")
         sync?.stop()
         do {
             if try store.checkpointForShutdown() {

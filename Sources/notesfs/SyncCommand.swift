@@ -40,7 +40,8 @@ struct SyncCommand: Command {
         """
     static let spec = ArgumentSpec(
         options: DataLocation.options.union(["--server", "--token-file"]),
-        flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes", "--insecure-http"])
+        flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes", "--insecure-http"],
+        hidden: ["--wire-stats"])
 
     /// `sync --wait` exits with this while the mass-delete guard holds deletions.
     static let heldExitCode: Int32 = 3
