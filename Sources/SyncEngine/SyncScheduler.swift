@@ -231,12 +231,16 @@ public actor SyncScheduler {
 
     // MARK: Reading the state (any thread)
 
-    /// Lines for `.notesfs/status` and `notesfs status`: progress while a run
-    /// has gone on for over a second, the next retry while backing off.
-    public nonisolated var statusLine: String? {
+    /// What `.notesfs/status` and `notesfs status` show of this scheduler: a
+    /// run that has gone on for over a second (shorter ones would only
+    /// flicker), with its progress, and the next retry while backing off.
+    public nonisolated var live: LiveSync {
         let progress = progress
-        if progress.running && progress.elapsedSeconds > 1 { return progress.line }
-        return statusText.withLock { $0 }
+        let running = progress.running && progress.elapsedSeconds > 1
+        return LiveSync(
+            running: running, received: running ? progress.pulled : 0, sent: running ? progress.pushed : 0,
+            expectedTotal: running ? progress.remainingEstimate.map { progress.pulled + $0 } : nil,
+            elapsedSeconds: running ? progress.elapsedSeconds : 0, retry: statusText.withLock { $0 })
     }
 
     /// The current run's progress (the last run's, not running, between runs),

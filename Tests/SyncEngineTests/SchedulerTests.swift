@@ -130,7 +130,8 @@ func waitUntil(_ seconds: Double = 5, _ condition: () async throws -> Bool) asyn
         #expect(try device.store.status().pendingCount == 0)
         #expect(await scheduler.completedRuns >= 2, "at least one failed run, then the one that worked")
         #expect(await scheduler.lastRunOutcome == .succeeded)
-        #expect(scheduler.statusLine == nil)
+        #expect(scheduler.live.retry == nil)
+        #expect(!scheduler.live.running)
         await scheduler.stop()
     }
 }
