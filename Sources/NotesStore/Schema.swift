@@ -4,10 +4,12 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 8
+    static let currentVersion = 9
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7, version8]
+    static let migrations: [String] = [
+        version1, version2, version3, version4, version5, version6, version7, version8, version9,
+    ]
 
     static func migrate(_ db: Connection) throws {
         let found = try db.userVersion
@@ -27,6 +29,14 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 9: search finds what people type. The index is rebuilt with
+    /// stemming (`porter` over `unicode61 remove_diacritics 2`: `pancake`
+    /// finds "Pancakes"), keeps no copy of the text (`content=''`), and
+    /// indexes a body that is not text (invalid UTF-8 or NUL bytes) as empty,
+    /// listing its note in `fts_binary` (see `SearchIndex`). Every live note
+    /// is listed in `fts_pending`, so the next search (or import) indexes it.
+    private static let version9 = SearchIndex.version9
 
     /// Version 8: the store is bound to an account, not a token.
     /// `account_id` is `account:<key>`, the opaque key the server names the

@@ -55,6 +55,15 @@ public actor SyncScheduler {
             self.remainingEstimate = remainingEstimate
         }
 
+        /// What status shows of this progress: a run that has gone on for
+        /// over a second (shorter ones would only flicker), and `retry`.
+        public func live(retry: String?) -> LiveSync {
+            guard running && elapsedSeconds > 1 else { return LiveSync(running: false, retry: retry) }
+            return LiveSync(
+                running: true, received: pulled, sent: pushed, expectedTotal: remainingEstimate.map { pulled + $0 },
+                elapsedSeconds: elapsedSeconds, retry: retry)
+        }
+
         /// `Syncing: 3200 of ~10000 notes, 1450/s, about 5 s left`.
         public var line: String {
             var text = "Syncing: \(pulled)"
@@ -236,13 +245,10 @@ public actor SyncScheduler {
 
     // MARK: Reading the state (any thread)
 
-    /// Lines for `.notesfs/status` and `notesfs status`: progress while a run
-    /// has gone on for over a second, the next retry while backing off.
-    public nonisolated var statusLine: String? {
-        let progress = progress
-        if progress.running && progress.elapsedSeconds > 1 { return progress.line }
-        return statusText.withLock { $0 }
-    }
+    /// What `.notesfs/status` and `notesfs status` show of this scheduler: a
+    /// run that has gone on for over a second (shorter ones would only
+    /// flicker), with its progress, and the next retry while backing off.
+    public nonisolated var live: LiveSync { progress.live(retry: statusText.withLock { $0 }) }
 
     /// The current run's progress (the last run's, not running, between runs),
     /// worked out when asked, so no task refreshes it while a run goes on.

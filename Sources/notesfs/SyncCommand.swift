@@ -43,6 +43,14 @@ struct SyncCommand: Command {
         flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes", "--insecure-http"],
         hidden: ["--wire-stats"])
 
+    /// What `sync` says for a profile with no server.
+    static let noServer = """
+        this notes folder has no server: its notes are kept only on this machine, so there is \
+        nothing to sync. To sync it, make an account on a server ('notesfs account add NAME' there \
+        prints a token), then unmount and mount again with --server URL --token-file FILE \
+        (see 'notesfs mount --help'); every note is sent at that mount.
+        """
+
     /// `sync --wait` exits with this while the mass-delete guard holds deletions.
     static let heldExitCode: Int32 = 3
 
@@ -53,6 +61,11 @@ struct SyncCommand: Command {
             || arguments.has("--insecure-http")
         {
             throw CommandError.usage("--server, --token-file, --yes and --insecure-http go with --rebind")
+        }
+        if try SyncProfile.load(location) == nil {
+            // An offline notes folder, mounted or not: there is no one to sync with.
+            _ = try location.openStore(create: false)
+            throw CommandError.failed(Self.noServer)
         }
         let socket = SyncControlSocket.path(location)
         let notRunning = CommandError.failed(
@@ -106,8 +119,8 @@ struct SyncCommand: Command {
                         + "'notesfs status' lists them.")
                 return heldExitCode
             }
-            if let status, status.pendingCount > 0 {
-                summary += " \(status.pendingCount) changes still wait (made during the sync)."
+            if let status, let waiting = status.waitingWords {
+                summary += " \(waiting) still wait (changed during the sync)."
             }
             console.out(summary)
             return 0

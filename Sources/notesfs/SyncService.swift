@@ -51,7 +51,7 @@ final class SyncService: Sendable {
         socket = try SyncControlSocket(
             path: SyncControlSocket.path(location), scheduler: scheduler, transport: transport, log: log)
         mount.hooks.onFileClosed { scheduler.fileClosed() }
-        mount.hooks.onStatus { scheduler.statusLine }
+        mount.hooks.onStatus { scheduler.live }
     }
 
     func start() {
