@@ -47,7 +47,7 @@ import Testing
         let fixture = try StoreFixture()
         defer { fixture.remove() }
         let store = fixture.store
-        try store.bindServer(url: Self.server, accountID: "a1")
+        try store.bindServer(url: Self.server)
         // Not mounted: no run goes on.
         let waiting = try text(store)
         #expect(waiting.hasPrefix("Sync: first sync not finished (0 notes here so far); it goes on while the notes are mounted\n"))
@@ -82,7 +82,7 @@ import Testing
         let fixture = try StoreFixture()
         defer { fixture.remove() }
         let store = fixture.store
-        try store.bindServer(url: Self.server, accountID: "a1")
+        try store.bindServer(url: Self.server)
         try store.recordSyncRun(succeeded: true, error: nil)
         var ids: [NoteID] = []
         for index in 0..<1_030 {
