@@ -63,6 +63,26 @@ import TestSupport
         await two.close()
     }
 
+    @Test func storesOpeningAFreshSQLiteFileAtOnceAgreeOnOneSecret() async throws {
+        for _ in 0..<8 {
+            let directory = try TemporaryDirectory(prefix: "notesfs-secret")
+            defer { directory.remove() }
+            let path = SQLiteServerStore.databasePath(inDirectory: directory.path)
+            let stores = try await withThrowingTaskGroup(of: SQLiteServerStore.self) { group in
+                for _ in 0..<4 { group.addTask { try await onThread { try SQLiteServerStore(path: path) } } }
+                var stores: [SQLiteServerStore] = []
+                for try await store in group { stores.append(store) }
+                return stores
+            }
+            var secrets = Set<String>()
+            for store in stores {
+                secrets.insert(try await store.installationSecret())
+                await store.close()
+            }
+            #expect(secrets.count == 1)
+        }
+    }
+
     @Test func aRestoredSQLiteBackupKeepsEveryKey() async throws {
         let h = try Harness(.sqlite)
         let token = try await h.account("alice")
