@@ -74,6 +74,33 @@ import Testing
         #expect(try outboxOps(fixture) == ["note:put"])
     }
 
+    @Test func aNewLocalFileNeverInheritsTheInodeNumberOfAnUnlinkedOne() throws {
+        // vim saves a.md (its backup becomes the newest local file, then goes),
+        // then a temp file saved over b.md: the temp file takes the backup's
+        // row number again, and must not take its inode number, which a
+        // descriptor opened on a.md before the save still holds.
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let a = try store.createNote(in: .root, title: "a.md", body: Data(utf8: "a1\n"))
+        let b = try store.createNote(in: .root, title: "b.md", body: Data(utf8: "b1\n"))
+        try syncEverything(store)
+        let heldByAnOldDescriptor = try store.inode(for: .note(a))
+        let backup = try store.rename(from: .root, name: "a.md", to: .root, newName: "a.md~")
+        #expect(try store.entryRef(forInode: heldByAnOldDescriptor) == backup.entry.ref)
+        let fresh = try store.createFile(in: .root, name: "a.md")
+        try store.write(fresh.ref, offset: 0, bytes: Data(utf8: "a1\na2\n"))
+        try store.removeFile(in: .root, name: "a.md~")
+        let temp = try store.createFile(in: .root, name: ".b.md.tmp1")
+        #expect(temp.ref == backup.entry.ref, "the row number is reused, which is what makes this case")
+        #expect(try store.inode(for: temp.ref) != heldByAnOldDescriptor)
+        try store.write(temp.ref, offset: 0, bytes: Data(utf8: "b1\nb2\n"))
+        _ = try store.rename(from: .root, name: ".b.md.tmp1", to: .root, newName: "b.md")
+        #expect(try store.entryRef(forInode: heldByAnOldDescriptor) != .note(b))
+        #expect(try store.inode(for: .note(b)) != heldByAnOldDescriptor)
+        #expect(try store.contents(of: .note(b)) == Data(utf8: "b1\nb2\n"))
+    }
+
     @Test func movingANoteIntoAHiddenDirectoryAndBackRevivesIt() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
