@@ -34,3 +34,29 @@ extension TextMerge {
         }
     }
 }
+
+extension TextMerge {
+    /// `text` with the lines of `other` it does not have (by a line diff)
+    /// added at its end, in their order: what keeping both versions of a note
+    /// and its conflict copy means. A last line without a newline gets the
+    /// text's own line ending before anything is added after it.
+    public static func appendingMissingLines(of other: Data, to text: Data) -> Data {
+        guard !other.isEmpty, text != other else { return text }
+        let ending = LineEnding.fallback(text, other)
+        let otherText = LineEnding.terminated(other, fallback: ending)
+        let mainText = LineEnding.terminated(text, fallback: ending)
+        return otherText.bytes.withUnsafeBytes { otherBytes in
+            mainText.bytes.withUnsafeBytes { mainBytes in
+                let (otherTable, mainTable) = (LineTable(otherBytes), LineTable(mainBytes))
+                let kept = LineDiff.keptLines(from: otherTable, to: mainTable)
+                let missing = kept.indices.filter { kept[$0] < 0 }
+                guard !missing.isEmpty else { return text }
+                var output = Output(capacity: text.count + other.count + 2)
+                output.append(0..<mainTable.count, of: Side(mainTable, addedEnding: mainText.addedEnding))
+                let side = Side(otherTable, addedEnding: otherText.addedEnding)
+                for line in missing { output.append(line..<(line + 1), of: side) }
+                return output.finished(fallbackEnding: 0)
+            }
+        }
+    }
+}

@@ -52,8 +52,11 @@ extension StoreStatus {
             }
         }
         if !conflictCopies.isEmpty {
-            lines.append("Conflict copies (\(conflictCopies.count)):")
+            lines.append(
+                "Conflict copies (\(conflictCopies.count); see them with 'notesfs conflicts', settle one with "
+                    + "'notesfs conflicts resolve PATH --keep note|copy|both'):")
             for path in conflictCopies.prefix(20) { lines.append("  \(path)") }
+            if conflictCopies.count > 20 { lines.append("  … and \(conflictCopies.count - 20) more") }
         }
         if !unsyncedPaths.isEmpty {
             lines.append("Not yet synced:")
@@ -91,6 +94,9 @@ extension StoreStatus {
                 "deletedInWindow": massDeleteHold.trippedDeletions,
                 "liveAtWindowStart": massDeleteHold.trippedLive, "message": massDeleteHold.description,
             ] as [String: Any]
+        }
+        if !conflictCopies.isEmpty {
+            object["conflictCopiesResolve"] = "notesfs conflicts resolve PATH --keep note|copy|both"
         }
         if let free = diskFullFreeBytes {
             object["diskFull"] = ["freeBytes": free, "reserveBytes": diskReserveBytes] as [String: Any]
