@@ -20,7 +20,7 @@ extension NotesStore {
 
     /// The id of note `note`'s conflict copy made on this device.
     func conflictCopyID(_ db: Connection, of note: NoteID) throws -> NoteID {
-        ConflictPolicy.conflictCopyID(of: note, device: try deviceID(db))
+        configuration.conflictCopyID(note, try deviceID(db))
     }
 
     /// True for a conflict copy: made here (it names its note), or by its title.
@@ -51,7 +51,7 @@ extension NotesStore {
         if let existing, !existing.deleted {
             let body = ConflictPolicy.updatedConflictCopy(old: existing.body, new: text.body)
             guard body != existing.body else { return nil }
-            try putConflictCopy(db, of: note, template: text, body: body, commit: &commit)
+            try putConflictCopy(db, copyID, of: note, template: text, body: body, commit: &commit)
             return copyID
         }
         let duplicate = try db.queryOne(
@@ -59,18 +59,18 @@ extension NotesStore {
             note.id.description
         ) { _ in true } ?? false
         if duplicate { return nil }
-        try putConflictCopy(db, of: note, template: text, body: text.body, commit: &commit)
+        try putConflictCopy(db, copyID, of: note, template: text, body: text.body, commit: &commit)
         return copyID
     }
 
-    /// Sets the body of `note`'s conflict copy from this device: an edit of the
+    /// Sets the body of `note`'s conflict copy `copyID` from this device: an edit of the
     /// live copy (its title and folder as they are now), or a new copy named
     /// `<stem> (conflicted copy <device> <date>)<ext>` from `template`'s title
     /// and folder, revived under the same id if an earlier copy was deleted.
     func putConflictCopy(
-        _ db: Connection, of note: NoteRow, template: NoteContent, body: Data, commit: inout StoreCommit
+        _ db: Connection, _ copyID: NoteID, of note: NoteRow, template: NoteContent, body: Data,
+        commit: inout StoreCommit
     ) throws {
-        let copyID = try conflictCopyID(db, of: note.id)
         let existing = try NoteRow.load(db, id: copyID)
         if let existing, !existing.deleted {
             var content = existing.content

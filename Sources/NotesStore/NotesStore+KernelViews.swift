@@ -127,7 +127,7 @@ extension NotesStore {
             }
             let body = before.map { ConflictPolicy.updatedConflictCopy(old: $0, new: keep) } ?? keep
             if copyRow.map({ $0.deleted || $0.body != body }) ?? true {
-                try putConflictCopy(db, of: row, template: content(keep), body: body, commit: &commit)
+                try putConflictCopy(db, copyID, of: row, template: content(keep), body: body, commit: &commit)
             }
             session.copy = KernelViewLedger.CopyContribution(before: before, stored: body, writer: keep)
         } else if let own, let copyRow {
@@ -137,7 +137,7 @@ extension NotesStore {
             // second: the copy is all that is left of it).
             if Self.isEarlierState(own.writer, of: session.writer, keptIn: noteBody) {
                 if let before = own.before {
-                    try putConflictCopy(db, of: row, template: copyRow.content, body: before, commit: &commit)
+                    try putConflictCopy(db, copyID, of: row, template: copyRow.content, body: before, commit: &commit)
                 } else {
                     try deleteNote(db, copyRow, commit: &commit)
                 }
