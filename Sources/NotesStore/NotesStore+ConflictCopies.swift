@@ -40,8 +40,8 @@ extension NotesStore {
 
     /// Keeps `text`, this device's side of a clash on `note` that lost to
     /// `noteBody`, in the note's conflict copy: nothing when every line of it
-    /// is in the note already or in the copy, or when another device's copy of
-    /// the note holds exactly it. Returns the copy's id when it was made or changed.
+    /// is in the note already, or in the copy. Returns the copy's id when it
+    /// was made or changed.
     func keepInConflictCopy(
         _ db: Connection, of note: NoteRow, text: NoteContent, besides noteBody: Data, commit: inout StoreCommit
     ) throws -> NoteID? {
@@ -51,27 +51,30 @@ extension NotesStore {
         if let existing, !existing.deleted {
             let body = ConflictPolicy.updatedConflictCopy(old: existing.body, new: text.body)
             guard body != existing.body else { return nil }
-            try putConflictCopy(db, copyID, of: note, template: text, body: body, commit: &commit)
-            return copyID
+            return try putConflictCopy(db, copyID, of: note, template: text, body: body, commit: &commit)
         }
-        let duplicate = try db.queryOne(
-            "SELECT 1 FROM notes WHERE deleted = 0 AND body = ? AND conflict_of = ? LIMIT 1", text.body,
-            note.id.description
-        ) { _ in true } ?? false
-        if duplicate { return nil }
-        try putConflictCopy(db, copyID, of: note, template: text, body: text.body, commit: &commit)
-        return copyID
+        return try putConflictCopy(db, copyID, of: note, template: text, body: text.body, commit: &commit)
     }
 
     /// Sets the body of `note`'s conflict copy `copyID` from this device: an edit of the
     /// live copy (its title and folder as they are now), or a new copy named
     /// `<stem> (conflicted copy <device> <date>)<ext>` from `template`'s title
     /// and folder, revived under the same id if an earlier copy was deleted.
+    /// Returns the copy's id.
+    @discardableResult
     func putConflictCopy(
         _ db: Connection, _ copyID: NoteID, of note: NoteRow, template: NoteContent, body: Data,
         commit: inout StoreCommit
-    ) throws {
-        let existing = try NoteRow.load(db, id: copyID)
+    ) throws -> NoteID {
+        var (copyID, body) = (copyID, body)
+        var existing = try NoteRow.load(db, id: copyID)
+        if body.count > configuration.noteSizeLimitBytes {
+            // The lines of every clash no longer fit in one note: this
+            // clash's text gets a copy of its own (the one exception to one
+            // copy per note and device), so nothing is lost and the settle
+            // or save never fails.
+            (copyID, body, existing) = (NoteID(newUUID()), template.body, nil)
+        }
         if let existing, !existing.deleted {
             var content = existing.content
             content.body = body
@@ -94,5 +97,6 @@ extension NotesStore {
             }
         }
         try db.run("UPDATE notes SET conflict_of = ? WHERE id = ?", note.id.description, copyID.description)
+        return copyID
     }
 }

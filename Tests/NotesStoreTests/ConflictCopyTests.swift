@@ -16,8 +16,8 @@ import Testing
         var store: NotesStore { fixture.store }
         var version: Int64 = 1
 
-        init(_ body: String) throws {
-            fixture = try StoreFixture()
+        init(_ body: String, configuration: StoreConfiguration = StoreConfiguration()) throws {
+            fixture = try StoreFixture(configuration: configuration)
             id = try fixture.store.createNote(in: .root, title: "n.md", body: Data(utf8: body))
             for change in try fixture.store.freezeBatch() {
                 try fixture.store.settle(change.changeID, outcome: .applied(version: 1))
@@ -90,6 +90,20 @@ import Testing
         #expect(try synced.names().count == 2)
         let copy = try synced.text(synced.copyID())
         for round in 0..<20 { #expect(copy.contains("mine \(round)\n")) }
+    }
+
+    @Test func aCopyThatWouldOutgrowTheNoteLimitLeavesTheNewClashInACopyOfItsOwn() throws {
+        var small = StoreConfiguration()
+        small.noteSizeLimitBytes = 40
+        var synced = try Synced("head\nline\n", configuration: small)
+        defer { synced.fixture.remove() }
+        try synced.clash(local: "head\nmine, the first time\n", remote: "head\ntheirs 1\n")
+        try synced.clash(local: "head\nmine, the second time\n", remote: "head\ntheirs 2\n")
+        // The union of both would be over 40 bytes: the second clash has a copy of its own.
+        let texts = try synced.store.list(directory: .root, afterCookie: 0, limit: 10)
+            .filter { $0.ref != .note(synced.id) }.map { String(decoding: try synced.store.contents(of: $0.ref), as: UTF8.self) }
+        #expect(texts.sorted() == ["head\nmine, the first time\n", "head\nmine, the second time\n"])
+        #expect(try synced.store.status().pendingCount == 0)
     }
 
     @Test func aClashWhoseLinesAreAllInTheServersTextMakesNoCopy() throws {
