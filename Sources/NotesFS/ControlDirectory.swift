@@ -124,8 +124,7 @@ struct ControlDirectory: Sendable {
             let status = try store.status()
             return Data(status.unsyncedPaths.map { $0 + "\n" }.joined().utf8)
         case .conflicts:
-            let status = try store.status()
-            return Data(status.conflictCopies.map { $0 + "\n" }.joined().utf8)
+            return Data(ConflictCopyInfo.listing(try store.conflictCopies()).utf8)
         }
     }
 

@@ -51,8 +51,11 @@ extension StoreStatus {
             }
         }
         if !conflictCopies.isEmpty {
-            lines.append("Conflict copies (\(Self.number(conflictCopies.count))):")
+            lines.append(
+                "Conflict copies (\(Self.number(conflictCopies.count)); see them with 'notesfs conflicts', settle one "
+                    + "with 'notesfs conflicts resolve PATH --keep note|copy|both'):")
             for path in conflictCopies.prefix(20) { lines.append("  \(path)") }
+            if conflictCopies.count > 20 { lines.append("  … and \(conflictCopies.count - 20) more") }
         }
         if !offline && !unsyncedPaths.isEmpty {
             lines.append("Not yet synced:")
@@ -186,6 +189,9 @@ extension StoreStatus {
             if let total = live.expectedTotal { sync["expectedTotal"] = total }
             if let retry = live.retry { sync["retry"] = retry }
             object["live"] = sync
+        }
+        if !conflictCopies.isEmpty {
+            object["conflictCopiesResolve"] = "notesfs conflicts resolve PATH --keep note|copy|both"
         }
         if let free = diskFullFreeBytes {
             object["diskFull"] = ["freeBytes": free, "reserveBytes": diskReserveBytes] as [String: Any]
