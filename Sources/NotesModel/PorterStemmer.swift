@@ -68,6 +68,12 @@ public enum PorterStemmer {
     // In each list the first suffix that ends the word decides, even when its
     // condition fails; the order within suffixes sharing their next-to-last
     // letter is FTS5's.
+    static let eed = Rule("eed", "ee", .measureAbove0)
+    static let step1bEed = [eed]
+    // -ed and -ing never both end a word.
+    static let step1bEdIng = [Rule("ed", "", .hasVowel), Rule("ing", "", .hasVowel)]
+    static let step1bAfter = [Rule("at", "ate", .always), Rule("bl", "ble", .always), Rule("iz", "ize", .always)]
+
     static let step2Rules: [Rule] = [
         Rule("ational", "ate", .measureAbove0), Rule("tional", "tion", .measureAbove0),
         Rule("enci", "ence", .measureAbove0), Rule("anci", "ance", .measureAbove0),
@@ -120,35 +126,31 @@ public enum PorterStemmer {
             count > suffix.count && bytes[(count - suffix.count)...].elementsEqual(suffix)
         }
 
-        func endsWith(_ suffix: String) -> Bool { endsWith(Array(suffix.utf8)) }
-
         static func isVowelLetter(_ byte: UInt8) -> Bool {
             byte == 0x61 || byte == 0x65 || byte == 0x69 || byte == 0x6F || byte == 0x75  // a e i o u
         }
 
         static let y: UInt8 = 0x79
 
-        /// Whether each of the first `length` bytes is a consonant: a `y`
-        /// after a consonant is a vowel, a `y` first is a consonant.
-        func consonants(_ length: Int) -> [Bool] {
-            var result: [Bool] = []
-            result.reserveCapacity(length)
-            var previousIsConsonant = false
-            for index in 0..<length {
-                let byte = bytes[index]
-                let vowel = Self.isVowelLetter(byte) || (byte == Self.y && previousIsConsonant)
-                previousIsConsonant = !vowel
-                result.append(!vowel)
-            }
-            return result
+        /// Whether the byte at `index` is a consonant, given whether the one
+        /// before it is: a `y` after a consonant is a vowel, a `y` first is a
+        /// consonant.
+        func isConsonant(_ index: Int, afterConsonant previous: Bool) -> Bool {
+            let byte = bytes[index]
+            return !(Self.isVowelLetter(byte) || (byte == Self.y && previous))
         }
 
         /// Porter's m of the first `length` bytes: how many vowel runs are
-        /// followed by a consonant.
+        /// followed by a consonant. (No allocation: the snippet stems the
+        /// words it shows.)
         func measure(_ length: Int) -> Int {
-            let flags = consonants(length)
             var count = 0
-            for index in flags.indices.dropFirst() where flags[index] && !flags[index - 1] { count += 1 }
+            var previous = false
+            for index in 0..<length {
+                let consonant = isConsonant(index, afterConsonant: previous)
+                if consonant && index > 0 && !previous { count += 1 }
+                previous = consonant
+            }
             return count
         }
 
@@ -163,8 +165,13 @@ public enum PorterStemmer {
             guard length >= 3 else { return false }
             let last = bytes[length - 1]
             guard last != 0x77 && last != 0x78 && last != Self.y else { return false }
-            let flags = consonants(length)
-            return flags[length - 3] && !flags[length - 2] && flags[length - 1]
+            var previous = false
+            var flags: (Bool, Bool, Bool) = (false, false, false)
+            for index in 0..<length {
+                previous = isConsonant(index, afterConsonant: previous)
+                flags = (flags.1, flags.2, previous)
+            }
+            return flags.0 && !flags.1 && flags.2
         }
 
         func holds(_ condition: Condition, stemLength: Int) -> Bool {
@@ -203,20 +210,16 @@ public enum PorterStemmer {
             }
             // 1b: eed → ee (m > 0); ed, ing → (when a vowel is left).
             let removedEnding: Bool
-            if endsWith("eed") {
-                apply([Rule("eed", "ee", .measureAbove0)])
+            if endsWith(PorterStemmer.eed.suffix) {
+                apply(PorterStemmer.step1bEed)
                 removedEnding = false
-            } else if endsWith("ed") {
-                removedEnding = apply([Rule("ed", "", .hasVowel)])
-            } else if endsWith("ing") {
-                removedEnding = apply([Rule("ing", "", .hasVowel)])
             } else {
-                removedEnding = false
+                removedEnding = apply(PorterStemmer.step1bEdIng)
             }
             guard removedEnding else { return }
             // After removing -ed or -ing: at → ate, bl → ble, iz → ize; or a
             // doubled consonant loses one (not l, s or z); or a short word gets an e.
-            if apply([Rule("at", "ate", .always), Rule("bl", "ble", .always), Rule("iz", "ize", .always)]) { return }
+            if apply(PorterStemmer.step1bAfter) { return }
             guard let last = bytes.last else { return }
             if count >= 2, !Self.isVowelLetter(last), last != 0x6C, last != 0x73, last != 0x7A, last == bytes[count - 2] {
                 bytes.removeLast()

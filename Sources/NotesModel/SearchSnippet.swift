@@ -29,6 +29,10 @@ public struct SearchSnippet: Sendable {
         var stem: [UInt8]
         /// Matches every word whose stem starts with `stem`.
         var isPrefix: Bool
+        /// What every matching word starts with once folded: the stem less
+        /// the bytes stemming may have replaced (the whole token when it is
+        /// too short or too long to be stemmed). Checked before stemming a word.
+        var start: [UInt8]
     }
 
     private let terms: [Term]
@@ -72,14 +76,14 @@ public struct SearchSnippet: Sendable {
             }
             guard !folded.isEmpty else { continue }
             let stem = PorterStemmer.stem(folded)
-            let term = Term(stem: stem, isPrefix: isPrefix)
-            if !terms.contains(term) { terms.append(term) }
-            if let first = stem.first { firstBytes[Int(first) >> 6] |= 1 << UInt64(first & 63) }
             // A word that matches starts with the stem less the bytes stemming
             // may have replaced; a token too short or too long to be stemmed
             // matches only as it is (or, as a prefix, by its start).
             let stemmed = folded.count >= PorterStemmer.tokenBytesMin && folded.count <= PorterStemmer.tokenBytesMax
             let start = stemmed || isPrefix ? Array(stem.dropLast(PorterStemmer.stemTailBytesMax)) : stem
+            let term = Term(stem: stem, isPrefix: isPrefix, start: start)
+            if !terms.contains(term) { terms.append(term) }
+            if let first = stem.first { firstBytes[Int(first) >> 6] |= 1 << UInt64(first & 63) }
             let typed = bytes.map(Self.asciiLowercased)
             for needle in [start, typed] where !needle.isEmpty && !needles.contains(needle) {
                 needles.append(needle)
@@ -186,6 +190,8 @@ public struct SearchSnippet: Sendable {
         guard let first = folded.first, firstBytes[Int(first) >> 6] & (1 << UInt64(first & 63)) != 0 else {
             return false
         }
+        // Stemming costs more than the rest: only a word that starts like a term is stemmed.
+        guard terms.contains(where: { folded.starts(with: $0.start) }) else { return false }
         let stem = PorterStemmer.stem(folded)
         return terms.contains { term in term.isPrefix ? stem.starts(with: term.stem) : stem == term.stem }
     }

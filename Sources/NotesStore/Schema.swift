@@ -33,9 +33,11 @@ enum Schema {
     /// Version 9: search finds what people type. The index is rebuilt with
     /// stemming (`porter` over `unicode61 remove_diacritics 2`: `pancake`
     /// finds "Pancakes"), keeps no copy of the text (`content=''`), and
-    /// indexes a body that is not text (invalid UTF-8 or NUL bytes) as empty,
-    /// listing its note in `fts_binary` (see `SearchIndex`). Every live note
-    /// is listed in `fts_pending`, so the next search (or import) indexes it.
+    /// indexes a body that looks binary as empty, listing its note in
+    /// `fts_binary`; titles get an index of their own (`notes_title_fts`), so
+    /// notes whose title matches come first at little cost (see
+    /// `SearchIndex`). Every live note is listed in `fts_pending`, so the
+    /// next search (or import) indexes it.
     private static let version9 = SearchIndex.version9
 
     /// Version 8: the store is bound to an account, not a token.

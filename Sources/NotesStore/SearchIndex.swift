@@ -2,11 +2,14 @@ import Foundation
 import NotesModel
 import SQLiteKit
 
-/// The full-text index (`notes_fts`, FTS5) and its bookkeeping.
+/// The full-text index (`notes_fts`, FTS5, over titles and bodies), the
+/// index of titles alone (`notes_title_fts`, so the notes whose title
+/// matches are found without reading every body match's positions), and
+/// their bookkeeping.
 ///
 /// The index is contentless (`content=''`): it keeps only the tokens, so
 /// taking a note out must name the exact text it was indexed with. That text
-/// is the title and the body, except that a body that looks binary (a PNG
+/// is the title and the body (and the title in `notes_title_fts`), except that a body that looks binary (a PNG
 /// or a PDF copied into the mount: `BodyText.looksBinary`) is indexed as
 /// empty and its note listed in `fts_binary`, so its bytes never turn up as
 /// words; every removal reads `fts_binary` to know
@@ -33,6 +36,9 @@ enum SearchIndex {
         INSERT INTO notes_fts(notes_fts, rowid, title, body)
                 SELECT 'delete', \(seq), \(title), \(indexedBodySQL(seq: seq, chunkBytes: chunkBytes, body: body))
                 WHERE \(deleted) = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = \(seq));
+            INSERT INTO notes_title_fts(notes_title_fts, rowid, title)
+                SELECT 'delete', \(seq), \(title)
+                WHERE \(deleted) = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = \(seq));
             DELETE FROM fts_binary WHERE seq = \(seq);
         """
     }
@@ -50,6 +56,9 @@ enum SearchIndex {
         DROP TABLE notes_fts;
         CREATE VIRTUAL TABLE notes_fts USING fts5(
             title, body, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE notes_title_fts USING fts5(
+            title, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
         );
         CREATE TABLE fts_binary(seq INTEGER PRIMARY KEY);
         DELETE FROM fts_pending;
@@ -80,14 +89,22 @@ enum SearchIndex {
     /// readable, and lists it for indexing: the chunk writes that follow
     /// change its text without touching `notes.body`, so no trigger would.
     static func markForSearch(_ db: Connection, seq: Int64) throws {
-        try db.run(
+        for sql in [
             """
             INSERT INTO notes_fts(notes_fts, rowid, title, body)
             SELECT 'delete', n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body"))
             FROM notes n WHERE n.seq = ? AND n.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = n.seq)
-            """, seq)
-        try db.run("DELETE FROM fts_binary WHERE seq = ?", seq)
-        try db.run("INSERT OR IGNORE INTO fts_pending(seq) VALUES (?)", seq)
+            """,
+            """
+            INSERT INTO notes_title_fts(notes_title_fts, rowid, title)
+            SELECT 'delete', n.seq, n.title
+            FROM notes n WHERE n.seq = ? AND n.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = n.seq)
+            """,
+            "DELETE FROM fts_binary WHERE seq = ?",
+            "INSERT OR IGNORE INTO fts_pending(seq) VALUES (?)",
+        ] {
+            try db.run(sql, seq)
+        }
     }
 
     /// Indexes every listed note: notes whose body looks binary first go
@@ -108,6 +125,7 @@ enum SearchIndex {
             INSERT INTO notes_fts(rowid, title, body)
             SELECT n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body")) \(listed)
             """)
+        try db.run("INSERT INTO notes_title_fts(rowid, title) SELECT n.seq, n.title \(listed)")
         try db.run("DELETE FROM fts_pending")
     }
 

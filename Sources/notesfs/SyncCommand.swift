@@ -11,7 +11,9 @@ struct SyncCommand: Command {
                             [--data DIR | --profile NAME]
 
         Asks the running mount of the profile to sync at once, through the
-        control socket sync.sock in the data directory.
+        control socket sync.sock in the data directory. A profile with no server
+        (an offline notes folder) has nothing to sync: the command says so, and
+        how to add a server.
           --wait               wait for the run and print how it ended (on a terminal,
                                with a progress line: notes so far of the total, rate,
                                time left)

@@ -434,15 +434,15 @@ import Testing
 
     /// Turns a current (v9) database back into the v8 layout: the search
     /// index unstemmed and external-content (`content='notes'`), every body
-    /// indexed as stored (binary ones too), no `fts_binary`, and the v5
-    /// search triggers; the index is left fully built, as v8 left it.
+    /// indexed as stored (binary ones too), no title index or `fts_binary`,
+    /// and the v5 search triggers; the index is left fully built, as v8 left it.
     static func downgradeToVersion8(_ path: String) throws {
         let old = NotesStore.noteBodySQL(of: "old")
         let db = try Connection(path: path)
         try db.execute(
             """
             DROP TRIGGER notes_fts_update; DROP TRIGGER notes_unchunk; DROP TRIGGER notes_fts_delete;
-            DROP TABLE notes_fts; DROP TABLE fts_binary;
+            DROP TABLE notes_fts; DROP TABLE notes_title_fts; DROP TABLE fts_binary;
             CREATE VIRTUAL TABLE notes_fts USING fts5(
                 title, body, content = 'notes', content_rowid = 'seq',
                 tokenize = 'unicode61 remove_diacritics 2'

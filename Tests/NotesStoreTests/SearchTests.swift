@@ -183,8 +183,12 @@ import Testing
             """
             CREATE VIRTUAL TABLE temp.fresh USING fts5(
                 title, body, content = '', tokenize = 'porter unicode61 remove_diacritics 2');
+            CREATE VIRTUAL TABLE temp.fresh_titles USING fts5(
+                title, content = '', tokenize = 'porter unicode61 remove_diacritics 2');
             CREATE VIRTUAL TABLE temp.live_terms USING fts5vocab(main, notes_fts, 'instance');
             CREATE VIRTUAL TABLE temp.fresh_terms USING fts5vocab(temp, fresh, 'instance');
+            CREATE VIRTUAL TABLE temp.live_title_terms USING fts5vocab(main, notes_title_fts, 'instance');
+            CREATE VIRTUAL TABLE temp.fresh_title_terms USING fts5vocab(temp, fresh_titles, 'instance');
             """)
         let rows = try db.query(
             "SELECT n.seq, n.title, \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE n.deleted = 0"
@@ -193,16 +197,21 @@ import Testing
             try db.run(
                 "INSERT INTO temp.fresh(rowid, title, body) VALUES (?, ?, ?)", seq, title,
                 BodyText.looksBinary(body) ? Data() : body)
+            try db.run("INSERT INTO temp.fresh_titles(rowid, title) VALUES (?, ?)", seq, title)
         }
-        let terms = "SELECT term, doc, col, offset FROM %@ ORDER BY term, doc, col, offset"
-        let live = try db.query(terms.replacingOccurrences(of: "%@", with: "temp.live_terms")) {
-            "\($0.string(0)) \($0.int64(1)) \($0.string(2)) \($0.int64(3))"
+        func terms(_ table: String) throws -> [String] {
+            try db.query("SELECT term, doc, col, offset FROM \(table) ORDER BY term, doc, col, offset") {
+                "\($0.string(0)) \($0.int64(1)) \($0.string(2)) \($0.int64(3))"
+            }
         }
-        let fresh = try db.query(terms.replacingOccurrences(of: "%@", with: "temp.fresh_terms")) {
-            "\($0.string(0)) \($0.int64(1)) \($0.string(2)) \($0.int64(3))"
-        }
-        #expect(live == fresh, sourceLocation: sourceLocation)
-        try db.execute("DROP TABLE temp.live_terms; DROP TABLE temp.fresh_terms; DROP TABLE temp.fresh;")
+        #expect(try terms("temp.live_terms") == terms("temp.fresh_terms"), sourceLocation: sourceLocation)
+        #expect(
+            try terms("temp.live_title_terms") == terms("temp.fresh_title_terms"), sourceLocation: sourceLocation)
+        try db.execute(
+            """
+            DROP TABLE temp.live_terms; DROP TABLE temp.fresh_terms; DROP TABLE temp.fresh;
+            DROP TABLE temp.live_title_terms; DROP TABLE temp.fresh_title_terms; DROP TABLE temp.fresh_titles;
+            """)
     }
 
     @Test func editsTruncationsChunkWritesRenamesAndDeletesKeepTheIndexExact() throws {
