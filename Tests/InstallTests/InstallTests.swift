@@ -160,13 +160,9 @@ import TestSupport
         #expect(run.contains("install --prefix \"$PREFIX\""))
         let uninstall = try String(contentsOfFile: Programs.repository + "/scripts/uninstall", encoding: .utf8)
         #expect(uninstall.contains("uninstall --prefix \"$PREFIX\""))
-        // A release binary already built (by scripts/run) must need no toolchain library.
-        let release = Programs.repository + "/.build/release/notesfs"
-        guard FileManager.default.isExecutableFile(atPath: release),
-            let ldd = Programs.tool("ldd", package: "libc-bin")
-        else { return }
-        let libraries = try Programs.run([ldd, release])
-        #expect(!libraries.standardOutput.contains("libswift") && !libraries.standardOutput.contains("libFoundation"),
-            "\(libraries.standardOutput)")
+        // No ldd of .build/release/notesfs here: other release builds (the
+        // benchmarks') share that path without the static runtime, so what
+        // it holds says nothing about scripts/run. The link line above is
+        // what decides it.
     }
 }
