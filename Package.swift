@@ -105,7 +105,7 @@ let package = Package(
             path: "Tests/TestSupport"
         ),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
-        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel", "TestSupport"]),
+        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel", "TestSupport", "ProcessKit"]),
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
@@ -121,7 +121,7 @@ let package = Package(
             name: "SyncEngineTests",
             dependencies: [
                 "SyncEngine", "SyncServer", "SyncProtocol", "HTTPServer", "NotesStore", "NotesModel", "SQLiteKit",
-                "TestSupport",
+                "PostgresKit", "TestSupport", "ProcessKit",
             ]
         ),
         .testTarget(
@@ -129,6 +129,9 @@ let package = Package(
             dependencies: ["NotesSimulation"],
             exclude: ["regression-seeds.txt"]
         ),
+        // The installed program: install/uninstall into a temporary prefix,
+        // man page, completion scripts, systemd units, sd_notify.
+        .testTarget(name: "InstallTests", dependencies: ["TestSupport", "ProcessKit"]),
         .testTarget(
             name: "NotesFSTests",
             dependencies: ["NotesFS", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]

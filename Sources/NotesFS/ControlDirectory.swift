@@ -113,15 +113,18 @@ struct ControlDirectory: Sendable {
         case .root, .history: throw FileSystemError.isADirectory
         case .historyItem(let seq): return try store.historyBody(seq)
         case .status:
-            let text = try store.status().humanText(nowNanoseconds: NotesFileSystem.nowNanoseconds())
-            return Data((text + (hooks.statusExtra().map { $0 + "\n" } ?? "")).utf8)
-        case .statusJSON: return try store.status().json()
+            var status = try store.status()
+            status.live = hooks.liveSync()
+            return Data(status.humanText(nowNanoseconds: NotesFileSystem.nowNanoseconds()).utf8)
+        case .statusJSON:
+            var status = try store.status()
+            status.live = hooks.liveSync()
+            return status.json()
         case .pending:
             let status = try store.status()
             return Data(status.unsyncedPaths.map { $0 + "\n" }.joined().utf8)
         case .conflicts:
-            let status = try store.status()
-            return Data(status.conflictCopies.map { $0 + "\n" }.joined().utf8)
+            return Data(ConflictCopyInfo.listing(try store.conflictCopies()).utf8)
         }
     }
 

@@ -1,16 +1,18 @@
 import Foundation
+import NotesStore
 import Synchronization
 
 /// Lets the `notesfs` command attach the sync engine to a mount without the
 /// mount knowing about sync (DESIGN.md "Parts"): the mount reports closes and
-/// fsyncs of files, and `.notesfs/status` shows extra lines the command provides.
+/// fsyncs of files, and `.notesfs/status` shows what the sync engine is doing
+/// (which the command provides).
 public final class MountHooks: Sendable {
     // The closures live inside structs: a bare function value read back
     // through `withLock { $0 }` is re-wrapped in two reabstraction thunks on
     // every read (the inout access writes it back wrapped), so every close
     // made the next one slower and deeper until the stack ran out.
     private struct Action: Sendable { let run: @Sendable () -> Void }
-    private struct StatusProvider: Sendable { let text: @Sendable () -> String? }
+    private struct StatusProvider: Sendable { let live: @Sendable () -> LiveSync? }
 
     private let closed = Mutex<Action?>(nil)
     private let status = Mutex<StatusProvider?>(nil)
@@ -23,14 +25,15 @@ public final class MountHooks: Sendable {
         closed.withLock { $0 = Action(run: action) }
     }
 
-    /// Extra text appended to `.notesfs/status` (sync progress, next retry).
-    public func onStatus(_ provider: @escaping @Sendable () -> String?) {
-        status.withLock { $0 = StatusProvider(text: provider) }
+    /// What `.notesfs/status` and `status.json` show of the sync engine
+    /// (a run's progress, the next retry).
+    public func onStatus(_ provider: @escaping @Sendable () -> LiveSync?) {
+        status.withLock { $0 = StatusProvider(live: provider) }
     }
 
     func fileClosed() { closed.withLock { $0 }?.run() }
 
-    func statusExtra() -> String? { status.withLock { $0 }?.text() }
+    func liveSync() -> LiveSync? { status.withLock { $0 }?.live() }
 }
 
 extension NotesMount {

@@ -62,8 +62,10 @@ public final class NotesMount: Sendable {
                 // Commits made while serving a kernel request are already in
                 // the kernel's caches, except names the same commit changed in
                 // other directories than the request's own.
-                items = NotesMount.nameInvalidations(
-                    for: commit, inodes: fileSystem.inodes, skipping: requestDirectories)
+                items =
+                    NotesMount.inodeInvalidations(commit.changedBehindRequest, inodes: fileSystem.inodes)
+                    + NotesMount.nameInvalidations(
+                        for: commit, inodes: fileSystem.inodes, skipping: requestDirectories)
             } else {
                 // Everything else (sync, other callers) is not.
                 items = NotesMount.invalidations(for: commit, inodes: fileSystem.inodes)
@@ -74,14 +76,20 @@ public final class NotesMount: Sendable {
 
     /// What the kernel may have cached about what `commit` changed.
     static func invalidations(for commit: StoreCommit, inodes: InodeTable) -> [Invalidation] {
+        inodeInvalidations(commit.changedEntries, inodes: inodes)
+            + nameInvalidations(for: commit, inodes: inodes, skipping: RequestMarker.Directories())
+    }
+
+    /// The kernel's attributes and pages of `entries`.
+    static func inodeInvalidations(_ entries: Set<EntryRef>, inodes: InodeTable) -> [Invalidation] {
         var items: [Invalidation] = []
-        for ref in commit.changedEntries {
+        for ref in entries {
             if let inode = inodes.inode(for: ref) {
                 inodes.distrustCache(inode)
                 items.append(.inode(inode))
             }
         }
-        return items + nameInvalidations(for: commit, inodes: inodes, skipping: RequestMarker.Directories())
+        return items
     }
 
     /// The kernel's entries for names `commit` added or removed, and the

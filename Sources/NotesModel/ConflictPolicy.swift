@@ -41,6 +41,10 @@ public enum ConflictPolicy {
                 if TextMerge.containsEveryLine(of: local.body, in: remote.body) {
                     return NoteMergeOutcome(result: NoteContent(title: title, body: remote.body, folderID: folderID))
                 }
+                // Without a base every line would count as inserted at one
+                // point, and keeping both would repeat the lines they share.
+                return NoteMergeOutcome(
+                    result: NoteContent(title: title, body: remote.body, folderID: folderID), conflictCopy: local)
             }
             switch TextMerge.merge(base: base?.body ?? Data(), local: local.body, remote: remote.body) {
             case .merged(let body):
@@ -75,13 +79,49 @@ public enum ConflictPolicy {
     /// stem is cut, the device name to `deviceNameBytesMax`); an empty stem reads `Untitled`.
     public static func conflictCopyTitle(for title: String, device: String, date: Date) -> String {
         let deviceName = NameParts.prefix(device[...], bytesMax: deviceNameBytesMax)
-        return titleWithNote(title, note: " (conflicted copy \(deviceName) \(utcDay(of: date)))")
+        return titleWithNote(title, note: "\(conflictCopyMarker)\(deviceName) \(utcDay(of: date)))")
     }
 
-    /// The conflict copy's id, derived from the change id so a retry never makes two copies.
-    public static func conflictCopyID(for changeID: ChangeID) -> NoteID {
-        NoteID(NameBasedID.make(namespace: conflictCopyNamespace, name: changeID.description))
+    /// The id of note `note`'s conflict copy holding device `device`'s text: one
+    /// per note and device, so a later clash updates that copy (and a retry
+    /// cannot make a second); a deleted copy comes back under the same id.
+    public static func conflictCopyID(of note: NoteID, device: DeviceID) -> NoteID {
+        NoteID(NameBasedID.make(namespace: conflictCopyNamespace, name: "\(note) \(device)"))
     }
+
+    /// The text of a conflict copy that already holds `old` after a further
+    /// clash leaves `new`: every line of both (`TextMerge.union`), so nothing
+    /// either clash kept is lost.
+    public static func updatedConflictCopy(old: Data, new: Data) -> Data {
+        TextMerge.union(old, new)
+    }
+
+    /// True when `title` reads like a conflict copy's (`… (conflicted copy <device> <date>)…`).
+    public static func looksLikeConflictCopy(_ title: String) -> Bool {
+        title.contains(conflictCopyMarker)
+    }
+
+    /// The title of the note a conflict copy named `copyTitle` was made of:
+    /// the copy's title without its `(conflicted copy …)` insert; nil when it has none.
+    public static func originalTitle(ofConflictCopy copyTitle: String) -> String? {
+        guard let start = copyTitle.range(of: conflictCopyMarker, options: .backwards) else { return nil }
+        // The insert ends with ` YYYY-MM-DD)`; the device name may hold anything, `)` too.
+        let rest = Array(copyTitle[start.upperBound...].utf8)
+        for close in rest.indices where rest[close] == UInt8(ascii: ")") && close >= 11 {
+            let date = rest[(close - 11)..<close]
+            let digits = [1, 2, 3, 4, 6, 7, 9, 10].map { date[date.startIndex + $0] }
+            guard date[date.startIndex] == UInt8(ascii: " "), date[date.startIndex + 5] == UInt8(ascii: "-"),
+                date[date.startIndex + 8] == UInt8(ascii: "-"),
+                digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+            else { continue }
+            let ext = String(decoding: rest[(close + 1)...], as: UTF8.self)
+            return String(copyTitle[..<start.lowerBound]) + ext
+        }
+        return nil
+    }
+
+    static let conflictCopyMarker = " (conflicted copy "
+
 
     /// `<stem> (not synced)<ext>` for the local text of a refused change, kept ≤ 255 bytes.
     public static func notSyncedTitle(for title: String) -> String {

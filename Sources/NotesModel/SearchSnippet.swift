@@ -3,13 +3,17 @@ import Foundation
 /// The short excerpt a search result shows: the words around the first place a
 /// query word occurs in a note's body, each query word between markers.
 ///
-/// Words are split as the search index splits them (letters and digits are
-/// word characters; case and diacritics are ignored). The first hit is found
-/// by a byte search for each query word as typed and as folded, so a result
-/// costs one pass up to its first hit; only a body where neither spelling
-/// occurs (the title matched, or a diacritic variant) is read word by word.
-/// SQLite's `snippet()` tokenized every returned body twice and was most of a
-/// search's time (docs/bench.md).
+/// A word matches as the search index matches it: split as the index splits
+/// text (letters and digits are word characters), case and diacritics folded,
+/// and stemmed (`PorterStemmer`), so `Pancakes` is marked for `pancake`; a
+/// prefix (`panc*`) marks every word whose stem starts with its stem. The
+/// first hit is found by a byte search for a start every matching word has
+/// (the stem less its last bytes, and the word as typed), checked word by
+/// word, so a result costs about one pass up to its first hit; only a body
+/// where no such start occurs (the title matched, or a variant beginning
+/// with a letter outside ASCII) is read word by word. SQLite's `snippet()`
+/// tokenized every returned body twice and was most of a search's time
+/// (docs/bench.md).
 public struct SearchSnippet: Sendable {
     /// Words of the excerpt, hits included.
     public let wordsMax: Int
@@ -19,17 +23,39 @@ public struct SearchSnippet: Sendable {
     public let close: String
     public let ellipsis: String
 
-    /// Folded query words as UTF-8 bytes.
-    private let terms: [[UInt8]]
-    /// Bit n set when some term has n letters (bit 63: 63 or more).
-    private let termLetterCounts: UInt64
-    /// Byte strings to look for: each term, and each query word as typed
-    /// (ASCII lowercased), so `Café` in a body is found for the query `café`.
+    /// A query word as the index matches it.
+    private struct Term: Sendable, Equatable {
+        /// The stem of the folded word (UTF-8).
+        var stem: [UInt8]
+        /// Matches every word whose stem starts with `stem`.
+        var isPrefix: Bool
+        /// What every matching word starts with once folded: the stem less
+        /// the bytes stemming may have replaced (the whole token when it is
+        /// too short or too long to be stemmed). Checked before stemming a word.
+        var start: [UInt8]
+    }
+
+    private let terms: [Term]
+    /// Bit n of word n / 64 set when some term's stem starts with byte n:
+    /// a word's stem starts with the word's first letter.
+    private let firstBytes: [UInt64]
+    /// Byte strings every matching word starts with (ASCII lowercased):
+    /// each term's stem less its last bytes, and each query word as typed.
     private let needles: [[UInt8]]
 
-    /// `query` is split into words the way the index splits text.
+    /// `query` is parsed as `notesfs search` parses it (words, `word*`, `"phrases"`).
     public init(
         query: String, wordsMax: Int = 12, wordsBeforeHit: Int = 4, open: String = "[", close: String = "]",
+        ellipsis: String = "…"
+    ) {
+        self.init(
+            query: SearchQuery(query), wordsMax: wordsMax, wordsBeforeHit: wordsBeforeHit, open: open, close: close,
+            ellipsis: ellipsis)
+    }
+
+    /// Marks the words of a parsed query.
+    public init(
+        query: SearchQuery, wordsMax: Int = 12, wordsBeforeHit: Int = 4, open: String = "[", close: String = "]",
         ellipsis: String = "…"
     ) {
         precondition(wordsMax >= 1 && wordsBeforeHit >= 0)
@@ -38,24 +64,33 @@ public struct SearchSnippet: Sendable {
         self.open = open
         self.close = close
         self.ellipsis = ellipsis
-        var terms: [[UInt8]] = []
+        var terms: [Term] = []
         var needles: [[UInt8]] = []
-        var counts: UInt64 = 0
-        let bytes = Array(query.utf8)
-        bytes.withUnsafeBufferPointer { buffer in
-            var scanner = WordScanner(buffer)
-            while let word = scanner.next() {
-                let folded = Self.fold(buffer, word)
-                if !terms.contains(folded) { terms.append(folded) }
-                counts |= Self.bit(String(decoding: folded, as: UTF8.self).unicodeScalars.count)
-                let typed = buffer[word.start..<word.end].map(Self.asciiLowercased)
-                for needle in [folded, typed] where !needle.isEmpty && !needles.contains(needle) {
-                    needles.append(needle)
-                }
+        var firstBytes = [UInt64](repeating: 0, count: 4)
+        for (word, isPrefix) in query.words {
+            let bytes = Array(word.utf8)
+            let folded = bytes.withUnsafeBufferPointer { buffer -> [UInt8] in
+                var scanner = WordScanner(buffer)
+                guard let whole = scanner.next() else { return [] }
+                return Self.fold(buffer, whole)
+            }
+            guard !folded.isEmpty else { continue }
+            let stem = PorterStemmer.stem(folded)
+            // A word that matches starts with the stem less the bytes stemming
+            // may have replaced; a token too short or too long to be stemmed
+            // matches only as it is (or, as a prefix, by its start).
+            let stemmed = folded.count >= PorterStemmer.tokenBytesMin && folded.count <= PorterStemmer.tokenBytesMax
+            let start = stemmed || isPrefix ? Array(stem.dropLast(PorterStemmer.stemTailBytesMax)) : stem
+            let term = Term(stem: stem, isPrefix: isPrefix, start: start)
+            if !terms.contains(term) { terms.append(term) }
+            if let first = stem.first { firstBytes[Int(first) >> 6] |= 1 << UInt64(first & 63) }
+            let typed = bytes.map(Self.asciiLowercased)
+            for needle in [start, typed] where !needle.isEmpty && !needles.contains(needle) {
+                needles.append(needle)
             }
         }
         self.terms = terms
-        self.termLetterCounts = counts
+        self.firstBytes = firstBytes
         self.needles = needles
     }
 
@@ -96,16 +131,25 @@ public struct SearchSnippet: Sendable {
         return out
     }
 
-    /// Where the first word equal to a query word starts, or nil.
+    /// Where the first word matching a query word starts, or nil.
     private func firstHit(in text: UnsafeBufferPointer<UInt8>) -> Int? {
         var best: Int?
         for needle in needles {
-            if let found = Self.firstWholeWord(needle, in: text, before: best ?? text.count) { best = found }
+            var from = 0
+            while let found = Self.firstWordStart(needle, in: text, from: from, before: best ?? text.count) {
+                var scanner = WordScanner(text)
+                scanner.skip(to: found)
+                if let word = scanner.next(), word.start == found, isHit(text, word) {
+                    best = found
+                    break
+                }
+                from = found + 1
+            }
         }
         if best != nil { return best }
-        // Neither spelling occurs as bytes: read word by word (diacritic and
-        // case variants beyond ASCII), or find that only the title matched.
-        // Bounded: a title-only match in a 16 MiB note shows how it begins.
+        // No start occurs as bytes: read word by word (variants that begin
+        // beyond ASCII), or find that only the title matched. Bounded: a
+        // title-only match in a 16 MiB note shows how it begins.
         var scanner = WordScanner(text)
         while let word = scanner.next(), word.start < Self.wordByWordBytesMax {
             if isHit(text, word) { return word.start }
@@ -116,24 +160,22 @@ public struct SearchSnippet: Sendable {
     /// How far into a body the word-by-word search for variants reads.
     public static let wordByWordBytesMax = 256 * 1_024
 
-    /// The first place `needle` occurs (ASCII letters in any case) as a whole
-    /// word starting before `limit`.
-    private static func firstWholeWord(_ needle: [UInt8], in text: UnsafeBufferPointer<UInt8>, before limit: Int)
-        -> Int?
-    {
+    /// The first place from `from` where a word starts with `needle` (ASCII
+    /// letters in any case), starting before `limit`.
+    private static func firstWordStart(
+        _ needle: [UInt8], in text: UnsafeBufferPointer<UInt8>, from: Int, before limit: Int
+    ) -> Int? {
         let count = needle.count
         guard count > 0, count <= text.count else { return nil }
         let last = min(limit, text.count - count + 1)
         let head = needle[0]
-        var offset = 0
+        var offset = from
         let scanner = WordScanner(text)
         while offset < last {
             if asciiLowercased(text[offset]) == head {
                 var index = 1
                 while index < count && asciiLowercased(text[offset + index]) == needle[index] { index += 1 }
-                if index == count && scanner.isWordBoundary(offset) && scanner.isWordBoundary(offset + count) {
-                    return offset
-                }
+                if index == count && scanner.isWordBoundary(offset) { return offset }
             }
             offset += 1
         }
@@ -141,22 +183,18 @@ public struct SearchSnippet: Sendable {
     }
 
     private func isHit(_ text: UnsafeBufferPointer<UInt8>, _ word: WordScanner.Word) -> Bool {
-        guard termLetterCounts & Self.bit(word.letterCount) != 0 else { return false }
-        if word.ascii {
-            // Compare lowercased bytes in place, no allocation.
-            let length = word.end - word.start
-            return terms.contains { term in
-                guard term.count == length else { return false }
-                for index in 0..<length where Self.asciiLowercased(text[word.start + index]) != term[index] {
-                    return false
-                }
-                return true
-            }
+        // Cheap first: the folded first letter must start some term's stem.
+        let lead = word.ascii ? Self.asciiLowercased(text[word.start]) : nil
+        if let lead, firstBytes[Int(lead) >> 6] & (1 << UInt64(lead & 63)) == 0 { return false }
+        let folded = Self.fold(text, word)
+        guard let first = folded.first, firstBytes[Int(first) >> 6] & (1 << UInt64(first & 63)) != 0 else {
+            return false
         }
-        return terms.contains(Self.fold(text, word))
+        // Stemming costs more than the rest: only a word that starts like a term is stemmed.
+        guard terms.contains(where: { folded.starts(with: $0.start) }) else { return false }
+        let stem = PorterStemmer.stem(folded)
+        return terms.contains { term in term.isPrefix ? stem.starts(with: term.stem) : stem == term.stem }
     }
-
-    private static func bit(_ letters: Int) -> UInt64 { 1 << UInt64(min(letters, 63)) }
 
     private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
         byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
@@ -185,8 +223,6 @@ struct WordScanner {
         var end: Int
         /// Every byte is ASCII.
         var ascii: Bool
-        /// Scalars that are not combining marks.
-        var letterCount: Int
     }
 
     private let text: UnsafeBufferPointer<UInt8>
@@ -236,12 +272,11 @@ struct WordScanner {
             position += length
         }
         guard position < text.count else { return nil }
-        var word = Word(start: position, end: position, ascii: true, letterCount: 0)
+        var word = Word(start: position, end: position, ascii: true)
         while position < text.count {
-            let (isWord, isMark, length) = classify(at: position)
+            let (isWord, _, length) = classify(at: position)
             guard isWord else { break }
             if length > 1 { word.ascii = false }
-            if !isMark { word.letterCount += 1 }
             position += length
         }
         word.end = position

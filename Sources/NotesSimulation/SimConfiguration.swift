@@ -40,6 +40,12 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The store keeps no ctime of its own: after a touch its times are
     /// dropped, so the ctime follows the mtime back (SimWorld+Times.swift).
     case ctimeFollowsMtime
+    /// The merge keeps only the server's lines when both sides appended
+    /// (`StoreConfiguration.mergeNote`): inserts at one point are not both kept.
+    case mergeKeepsOneOfTwoAppends
+    /// Every clash makes a conflict copy of its own, as before copies were one
+    /// per note and device (`StoreConfiguration.conflictCopyID`).
+    case copyPerClash
 }
 
 /// Fault kinds, counted per run.

@@ -191,6 +191,36 @@ extension SimWorld {
             if versions.count > 1 { violation("change \(key) applied more than once: versions \(versions.sorted())") }
         }
         try checkMassDeletes()
+        try checkOneConflictCopyPerNoteAndDevice()
+    }
+
+    /// At most one conflict copy per note and device: the copies a device
+    /// made name their note, so two live ones naming the same note on one
+    /// device break the rule (a further clash must update the copy), and each
+    /// has the id of that note's copy from that device, which every later
+    /// clash (and every machine) finds it by.
+    func checkOneConflictCopyPerNoteAndDevice() throws {
+        for device in devices {
+            let deviceID = try device.store.device().id
+            let db = try Connection(path: device.path)
+            let copies = try db.query(
+                "SELECT id, conflict_of FROM notes WHERE deleted = 0 AND conflict_of IS NOT NULL ORDER BY seq"
+            ) { (NoteID($0.string(0)), NoteID($0.string(1))) }
+            var seen: [NoteID: Int] = [:]
+            for case let (copy?, note?) in copies {
+                seen[note, default: 0] += 1
+                if copy != ConflictPolicy.conflictCopyID(of: note, device: deviceID) {
+                    violation(
+                        "\(device.name): conflict copy \(copy.description.prefix(8)) of note "
+                            + "\(note.description.prefix(8)) is not that note's copy from this device")
+                }
+            }
+            for (note, count) in seen where count > 1 {
+                violation(
+                    "\(device.name): \(count) conflict copies of note \(note.description.prefix(8)) from this device "
+                        + "(one per note and device)")
+            }
+        }
     }
 
     /// The `forgetsToFreeze` breakage: an edit typed while the note's change

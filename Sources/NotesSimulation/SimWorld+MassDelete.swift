@@ -12,6 +12,13 @@ struct SimMassDelete {
     /// How many of them the guard may let through: a handful, or half of the
     /// notes this device could count as live at the window's start.
     var allowance: Int
+    /// The notes this device could count when the `rm -rf` began (its own and
+    /// those only the server had yet).
+    var knownAtStart: Set<String> = []
+    /// Notes made elsewhere that reached this device during the `rm -rf`
+    /// before the guard tripped: the guard counts them live at the window's
+    /// start (docs/sync.md: live now plus deleted), so each raises the bound.
+    var arrived: Set<String> = []
 }
 
 // `rm -rf` in batches while a sync is under way (docs/simulation.md "Mass
@@ -44,10 +51,14 @@ extension SimWorld {
         try await sync(device)
         let synced = try bulkNotes(devices[device.index], folderName: folderName)
         let liveHere = try devices[device.index].snapshot().filter { $0.hasPrefix("note ") }
-        let serverOnly = Set(try serverSnapshot().filter { $0.hasPrefix("note ") }.map(Self.entityID))
-            .subtracting(liveHere.map(Self.entityID)).count
+        let serverIDs = Set(try serverSnapshot().filter { $0.hasPrefix("note ") }.map(Self.entityID))
+        let serverOnly = serverIDs.subtracting(liveHere.map(Self.entityID)).count
         let allowance = max(NotesStore.massDeleteHandful, (liveHere.count + serverOnly) / 2)
-        massDeletes.append(SimMassDelete(device: device.index, syncedNotes: synced, allowance: allowance))
+        massDeletes.append(
+            SimMassDelete(
+                device: device.index, syncedNotes: synced, allowance: allowance,
+                knownAtStart: serverIDs.union(liveHere.map(Self.entityID))))
+        let record = massDeletes.count - 1
 
         var names = (0..<count).map { "b\($0).md" }
         while !names.isEmpty {
@@ -67,10 +78,25 @@ extension SimWorld {
             if random.chance(0.8) {
                 if breakage == .guardCountsPerPush { try forgetDeletionsSent(current) }
                 try await sync(current)
+                try noteArrivals(record)
             }
         }
         try? devices[device.index].store.removeDirectory(in: .root, name: folderName)
         try await sync(devices[device.index])
+        try noteArrivals(record)
+    }
+
+    /// While the guard has not tripped, notes made elsewhere that this sync
+    /// brought in raise the bound as the guard reckons it: half of the notes
+    /// at the rm's start plus those that arrived.
+    private func noteArrivals(_ record: Int) throws {
+        let massDelete = massDeletes[record]
+        let device = devices[massDelete.device]
+        guard try device.store.massDeleteHold().sinceNanoseconds == nil else { return }
+        let live = Set(try device.snapshot().filter { $0.hasPrefix("note ") }.map(Self.entityID))
+        massDeletes[record].arrived.formUnion(live.subtracting(massDelete.knownAtStart))
+        let counted = massDelete.knownAtStart.count + massDeletes[record].arrived.count
+        massDeletes[record].allowance = max(NotesStore.massDeleteHandful, counted / 2)
     }
 
     /// The notes in the bulk folder that the server has.

@@ -129,8 +129,16 @@ public final class SimWorld: @unchecked Sendable {
                 store.chunkedBodyThresholdBytes = chunking.threshold
                 store.bodyChunkBytes = chunking.chunkBytes
             }
-            if breakage == .mergeDropsLocal {
+            switch breakage {
+            case .mergeDropsLocal:
                 store.mergeNote = { _, _, remote in (remote, nil) }
+            case .mergeKeepsOneOfTwoAppends:
+                store.mergeNote = Self.mergeKeepingOneOfTwoAppends
+            case .copyPerClash:
+                let copyIDs = SimUUIDSource(seed: seed &* 37 &+ UInt64(index) &+ 5)
+                store.conflictCopyID = { _, _ in NoteID(copyIDs.next()) }
+            default:
+                break
             }
             let device = try SimDevice(
                 index: index, path: (directory as NSString).appendingPathComponent("dev\(index).sqlite"),
@@ -139,6 +147,19 @@ public final class SimWorld: @unchecked Sendable {
         }
         for device in devices { device.observe(self) }
         self.trace("seed \(seed) breakage=\(breakage.rawValue) \(configuration)")
+    }
+
+    /// The `mergeKeepsOneOfTwoAppends` breakage: the real merge, except that
+    /// when both sides only appended to the base, the server's side alone is
+    /// kept (as a merge that let one insert at a point win would).
+    static let mergeKeepingOneOfTwoAppends: NoteMerger = { base, local, remote in
+        let merged = NoteMergers.lineMerge(base, local, remote)
+        guard let base, let local, let remote, var result = merged.result, merged.conflictCopy == nil,
+            local.body.count > base.body.count, remote.body.count > base.body.count,
+            local.body.starts(with: base.body), remote.body.starts(with: base.body)
+        else { return merged }
+        result.body = remote.body
+        return (result, nil)
     }
 
     /// Stops the server's writer thread and removes the run's files.

@@ -24,6 +24,11 @@ public struct HistoryEntry: Hashable, Sendable {
         return NameParts.fit(stem: stem, insert: insert, ext: ext, bytesMax: NameCodec.maxNameBytes)
     }
 
+    /// When the copy was kept, as `2025-01-05 14:03:22` in local time.
+    public var savedAtText: String {
+        Self.localTime(savedNanoseconds).replacingOccurrences(of: ".", with: ":")
+    }
+
     /// The entry number in a name made by `name`, if it has one.
     static func seq(fromName name: String) -> Int64? {
         // The last `#<digits>)`: a title may hold `#` and `)` of its own.

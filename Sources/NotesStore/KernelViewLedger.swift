@@ -39,8 +39,17 @@ final class KernelViewLedger: Sendable {
         var lastWriteNanoseconds: Int64
         /// The note's body as this session last stored it (nil before its first write).
         var stored: Data? = nil
-        /// Names the conflict copy, should the merge fail (one copy per session).
-        var changeID: ChangeID
+        /// What this session put into the note's conflict copy, should the merge fail.
+        var copy: CopyContribution? = nil
+    }
+
+    /// A stale save's text in the note's conflict copy (one copy per note and
+    /// device, which may hold earlier clashes too): what the copy held before,
+    /// what the session stored in it, and the writer's text it kept.
+    struct CopyContribution {
+        var before: Data?
+        var stored: Data
+        var writer: Data
     }
 
     private struct State {

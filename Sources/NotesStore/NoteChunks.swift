@@ -145,16 +145,9 @@ enum NoteChunks {
         try db.queryOne("SELECT data FROM note_chunks WHERE note_seq = ? AND idx = ?", seq, index) { $0.data(0) }
     }
 
-    /// Takes a note out of the search index while its indexed text is still
-    /// readable, and marks it for re-indexing: the chunk writes below change
-    /// its text without touching `notes.body`, so no trigger would.
+    /// Takes a note out of the search index before a chunk write changes
+    /// its text (see `SearchIndex.markForSearch`).
     static func markForSearch(_ db: Connection, seq: Int64) throws {
-        try db.run(
-            """
-            INSERT INTO notes_fts(notes_fts, rowid, title, body)
-            SELECT 'delete', n.seq, n.title, \(textSQL(of: "n")) FROM notes n
-            WHERE n.seq = ? AND n.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = n.seq)
-            """, seq)
-        try db.run("INSERT OR IGNORE INTO fts_pending(seq) VALUES (?)", seq)
+        try SearchIndex.markForSearch(db, seq: seq)
     }
 }

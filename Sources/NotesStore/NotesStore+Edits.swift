@@ -201,6 +201,11 @@ extension NotesStore {
                 """, kind.rawValue, data, Int64(mode), time, modified ?? time, origin, Int64(data.count))
         }
         let seq = db.lastInsertRowID
+        // SQLite hands out an unlinked entry's row id again; its inode row may
+        // still be there (kept so a rename-over can carry the number), and a
+        // descriptor may still hold that number. A new entry gets a new one.
+        try db.run("DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ?",
+                   EntryRef.local(seq).kindCode, EntryRef.local(seq).idText)
         commit.changedEntries.insert(.local(seq))
         try placeName(db, entry: .local(seq), in: directory, source: name, commit: &commit)
         return seq

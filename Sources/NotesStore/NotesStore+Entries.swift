@@ -240,7 +240,7 @@ extension NotesStore {
             case .note(let id):
                 guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(ref.description) }
                 return (id.description, try self.state(db, kind: "note", id: id.description, dirty: row.isDirty,
-                    conflictCopy: row.conflictOf != nil), row.serverVersion)
+                    conflictCopy: Self.isConflictCopy(row)), row.serverVersion)
             case .folder(let id):
                 guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(ref.description) }
                 return (id.description, try self.state(db, kind: "folder", id: id.description, dirty: row.isDirty,

@@ -111,24 +111,54 @@ extension NotesStore {
 
     /// Puts a history entry's bytes back into its note as an edit (the
     /// current bytes go to the history if the restore shrinks them). When the
-    /// note is gone, it comes back as a new note in the root.
+    /// note is gone, it comes back as a new note in its own folder: the one it
+    /// was deleted from, or else the folders of the path it had when the copy
+    /// was kept, made again where they are gone.
     @discardableResult
     public func restore(historyEntry seq: Int64) throws(StoreError) -> NoteID {
         try write(origin: .local) { db, commit in
             guard
-                let (noteText, title, body) = try db.queryOne(
-                    "SELECT note_id, title, body FROM history WHERE seq = ?", seq,
-                    map: { ($0.string(0), $0.string(1), $0.data(2)) })
+                let (noteText, title, body, path) = try db.queryOne(
+                    "SELECT note_id, title, body, path FROM history WHERE seq = ?", seq,
+                    map: { ($0.string(0), $0.string(1), $0.data(2), $0.string(3)) })
             else { throw StoreError.notFound("history entry \(seq)") }
-            if let id = NoteID(noteText), let row = try NoteRow.load(db, id: id), !row.deleted {
+            let row = try NoteID(noteText).flatMap { id throws -> NoteRow? in try NoteRow.load(db, id: id) }
+            if let row, !row.deleted {
                 var content = row.content
                 content.body = body
                 try editNote(db, row, to: content, commit: &commit)
-                return id
+                return row.id
             }
+            let directory = try restoreDirectory(db, deletedFrom: row?.content.folderID, path: path, commit: &commit)
             let id = NoteID(newUUID())
-            try insertNote(db, id: id, content: NoteContent(title: title, body: body, folderID: nil), commit: &commit)
+            try insertNote(
+                db, id: id, content: NoteContent(title: title, body: body, folderID: folderID(of: directory)),
+                commit: &commit)
             return id
         }
+    }
+
+    /// Where a gone note's text goes back: the folder it was deleted from
+    /// when that folder is live, else the folders of `path` (its path when
+    /// the copy was kept, without the leading `/`), made again where missing.
+    private func restoreDirectory(
+        _ db: Connection, deletedFrom folder: FolderID?, path: String, commit: inout StoreCommit
+    ) throws -> DirectoryRef {
+        if let folder, let row = try FolderRow.load(db, id: folder), !row.deleted,
+            try NameRow.find(db, entry: .folder(folder)) != nil
+        {
+            return .folder(folder)
+        }
+        var directory = DirectoryRef.root
+        for name in path.split(separator: "/").dropLast().map(String.init) {
+            if let existing = try NameRow.find(db, in: directory, name: name) {
+                guard case .folder(let id) = existing.entry else { break }
+                directory = .folder(id)
+            } else {
+                guard !isLocalOnly(directory, name) else { break }
+                directory = .folder(try makeFolder(db, in: directory, name: name, mode: 0o755, commit: &commit))
+            }
+        }
+        return directory
     }
 }

@@ -74,8 +74,7 @@ extension NotesStore {
                 // writes after it ends are judged against the current text.
                 kernelViews.forget(row.id)
                 session = KernelViewLedger.Session(
-                    view: seen, writer: seen, remote: row.body, lastWriteNanoseconds: time,
-                    changeID: ChangeID(newUUID()))
+                    view: seen, writer: seen, remote: row.body, lastWriteNanoseconds: time)
             }
         }
         guard var session else { return nil }
@@ -84,8 +83,7 @@ extension NotesStore {
             // (a merge after a conflict, another program): that text is the
             // new remote side, and what this writer had made so far its view.
             session = KernelViewLedger.Session(
-                view: session.writer, writer: session.writer, remote: row.body, lastWriteNanoseconds: time,
-                changeID: ChangeID(newUUID()))
+                view: session.writer, writer: session.writer, remote: row.body, lastWriteNanoseconds: time)
         }
         session.writer = change(session.writer)
         session.lastWriteNanoseconds = time
@@ -99,46 +97,54 @@ extension NotesStore {
     }
 
     /// Puts `merge(seen, writer, remote)` into the note, or, where the lines
-    /// clash, keeps the note's text and the writer's in a conflict copy.
-    /// Returns the note's body as stored.
+    /// clash, keeps the note's text and puts the writer's into the note's
+    /// conflict copy from this device. Returns the note's body as stored.
     private func mergeWriterSession(
         _ db: Connection, _ row: NoteRow, _ session: inout KernelViewLedger.Session, commit: inout StoreCommit
     ) throws -> Data {
         func content(_ body: Data) -> NoteContent { NoteContent(title: row.title, body: body, folderID: row.folderID) }
-        let merged = configuration.mergeNote(content(session.view), content(session.writer), content(session.remote))
-        let copyID = ConflictPolicy.conflictCopyID(for: session.changeID)
-        let earlierCopy = try NoteRow.load(db, id: copyID)
-        if merged.conflictCopy == nil, let result = merged.result {
-            try editNote(db, row, to: result, commit: &commit)
-            // An earlier write of this save clashed (a truncation before the
-            // rewrite): its copy held half a save and goes, unless it holds
-            // lines this save no longer has (another program's save joined
-            // within the second: its copy is all that is left of it).
-            if let earlierCopy, !earlierCopy.deleted,
-                Self.isEarlierState(earlierCopy.body, of: session.writer, keptIn: result.body)
-            {
-                try deleteNote(db, earlierCopy, commit: &commit)
-            }
-            return result.body
+        let merged = Self.keepingConflictCopiesWhole(
+            row, configuration.mergeNote(content(session.view), content(session.writer), content(session.remote)))
+        let clash = merged.conflictCopy != nil || merged.result == nil
+        let noteBody = clash ? session.remote : (merged.result?.body ?? session.remote)
+        try editNote(db, row, to: clash ? content(session.remote) : (merged.result ?? content(session.remote)),
+                     commit: &commit)
+        let copyID = try conflictCopyID(db, of: row.id)
+        let copyRow = try NoteRow.load(db, id: copyID)
+        // This session's text, still in the copy as the session left it.
+        let own = session.copy.flatMap { own in
+            copyRow.map { !$0.deleted && $0.body == own.stored } == true ? own : nil
         }
-        try editNote(db, row, to: content(session.remote), commit: &commit)
-        if let earlierCopy, earlierCopy.deleted || Self.isEarlierState(earlierCopy.body, of: session.writer) {
-            // This save's copy, made by an earlier write (and dropped again
-            // if a later one merged cleanly): it takes the writer's text.
-            var copy = earlierCopy.content
-            copy.body = session.writer
-            if earlierCopy.deleted {
-                try reviveNote(db, earlierCopy, content: copy, commit: &commit)
+        let keep = clash && !TextMerge.containsEveryLine(of: session.writer, in: noteBody) ? session.writer : nil
+        if let keep {
+            // An earlier write of this save (a truncation before the rewrite)
+            // is replaced; anything else in the copy stays.
+            let before: Data?
+            if let own, Self.isEarlierState(own.writer, of: session.writer) {
+                before = own.before
             } else {
-                try editNote(db, earlierCopy, to: copy, commit: &commit)
+                before = copyRow.flatMap { $0.deleted ? nil : $0.body }
             }
-        } else {
-            // No copy yet, or one holding another save's lines: a copy of its own.
-            if earlierCopy != nil { session.changeID = ChangeID(newUUID()) }
-            _ = try makeConflictCopy(
-                db, of: row, copy: content(session.writer), changeID: session.changeID, commit: &commit)
+            let body = before.map { ConflictPolicy.updatedConflictCopy(old: $0, new: keep) } ?? keep
+            if copyRow.map({ $0.deleted || $0.body != body }) ?? true {
+                try putConflictCopy(db, copyID, of: row, template: content(keep), body: body, commit: &commit)
+            }
+            session.copy = KernelViewLedger.CopyContribution(before: before, stored: body, writer: keep)
+        } else if let own, let copyRow {
+            // The save merged after all: its half-saved text leaves the copy
+            // (which goes if it held nothing else), unless it holds lines the
+            // save no longer has (another program's save joined within the
+            // second: the copy is all that is left of it).
+            if Self.isEarlierState(own.writer, of: session.writer, keptIn: noteBody) {
+                if let before = own.before {
+                    try putConflictCopy(db, copyID, of: row, template: copyRow.content, body: before, commit: &commit)
+                } else {
+                    try deleteNote(db, copyRow, commit: &commit)
+                }
+            }
+            session.copy = nil
         }
-        return session.remote
+        return noteBody
     }
 
     /// True when `copy` is an earlier state of the save whose text is now

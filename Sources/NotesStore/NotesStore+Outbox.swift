@@ -270,7 +270,7 @@ extension NotesStore {
         guard let id = NoteID(frozen.change.entityID), let row = try NoteRow.load(db, id: id) else { return report }
         let remote = current.flatMap { $0.deleted ? nil : $0.note }
         let local = row.deleted ? nil : row.content
-        let merged = configuration.mergeNote(row.base, local, remote)
+        let merged = Self.keepingConflictCopiesWhole(row, configuration.mergeNote(row.base, local, remote))
         try dropPending(db, kind: .note, id: row.id.description)
         try writeNote(db, row, to: merged.result, server: current, commit: &commit)
         if let result = merged.result, result != remote {
@@ -285,8 +285,8 @@ extension NotesStore {
             report.requeued = true
         }
         if let copy = merged.conflictCopy {
-            report.conflictCopy = try makeConflictCopy(db, of: row, copy: copy, changeID: frozen.change.changeID,
-                                                       commit: &commit)
+            report.conflictCopy = try keepInConflictCopy(
+                db, of: row, text: copy, besides: merged.result?.body ?? Data(), commit: &commit)
         }
         return report
     }
@@ -330,29 +330,6 @@ extension NotesStore {
             let directory = try displayDirectory(db, folderID: final.folderID)
             try placeName(db, entry: .note(row.id), in: directory, source: final.title, commit: &commit)
         }
-    }
-
-    /// Makes the conflict copy of a clashing local version, unless a retry made
-    /// it already or its text equals the note or an existing copy.
-    func makeConflictCopy(
-        _ db: Connection, of row: NoteRow, copy: NoteContent, changeID: ChangeID, commit: inout StoreCommit
-    ) throws -> NoteID? {
-        let copyID = ConflictPolicy.conflictCopyID(for: changeID)
-        if try NoteRow.load(db, id: copyID) != nil { return nil }
-        let duplicate = try db.queryOne(
-            """
-            SELECT 1 FROM notes WHERE deleted = 0 AND body = ?
-              AND (id = ? OR conflict_of = ?) LIMIT 1
-            """, copy.body, row.id.description, row.id.description
-        ) { _ in true } ?? false
-        if duplicate { return nil }
-        let device = try device().name
-        let date = Date(timeIntervalSince1970: Double(now) / 1e9)
-        let content = NoteContent(
-            title: ConflictPolicy.conflictCopyTitle(for: copy.title, device: device, date: date), body: copy.body,
-            folderID: copy.folderID)
-        try insertNote(db, id: copyID, content: content, conflictOf: row.id, commit: &commit)
-        return copyID
     }
 
     private func settleNoteRefused(

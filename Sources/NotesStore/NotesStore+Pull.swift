@@ -5,6 +5,7 @@ import SQLiteKit
 /// The sync bookkeeping row: where this store syncs to and how it went.
 public struct SyncStateSnapshot: Sendable, Equatable {
     public var serverURL: String?
+    /// `account:<key>` once a server named the account (`AccountBinding`).
     public var accountID: String?
     public var deviceID: String
     public var deviceName: String
@@ -136,18 +137,12 @@ extension NotesStore {
         }
     }
 
-    /// Binds this store to a server and account. Binding to another account
-    /// than the one it synced with is refused: its notes would mix.
-    public func bindServer(url: String, accountID: String) throws(StoreError) {
+    /// Records the server this store syncs with (a new URL of the same
+    /// server keeps everything). Which account it syncs as is settled at the
+    /// first contact (`confirmAccount`), so a mount never needs the network.
+    public func bindServer(url: String) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
-            let current = try db.queryOne("SELECT account_id FROM sync_state WHERE id = 1") { $0.optionalString(0) }
-            if let existing = current ?? nil, existing != accountID {
-                throw StoreError.syncMismatch(
-                    "this notes database syncs with account \(existing), not \(accountID). To move these notes to "
-                        + "the new server or account (keeping every note), run: notesfs sync --rebind --server URL "
-                        + "--token-file F; for a separate set of notes, use another --profile")
-            }
-            try db.run("UPDATE sync_state SET server_url = ?, account_id = ? WHERE id = 1", url, accountID)
+            try db.run("UPDATE sync_state SET server_url = ? WHERE id = 1", url)
         }
     }
 

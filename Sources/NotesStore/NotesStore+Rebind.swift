@@ -19,15 +19,17 @@ extension NotesStore {
     /// create (null base). Where the new server already holds the same id,
     /// the push meets a conflict and merges as usual, so nothing is doubled.
     /// Local tombstones have nothing to tell the new server and are settled.
+    /// The store is bound to the token `tokenID` with no account yet: the
+    /// first answer to that token names the account (`confirmAccount`).
     @discardableResult
-    public func rebindServer(url: String, accountID: String) throws(StoreError) -> RebindReport {
+    public func rebindServer(url: String, tokenID: String?) throws(StoreError) -> RebindReport {
         try write(origin: .local, checkSpace: false) { db, commit in
             try db.run(
                 """
-                UPDATE sync_state SET server_url = ?, account_id = ?, cursor = NULL, last_failed = 0, last_error = NULL,
-                    allow_mass_delete = 0
+                UPDATE sync_state SET server_url = ?, account_id = NULL, account_token_id = ?, cursor = NULL,
+                    last_failed = 0, last_error = NULL, allow_mass_delete = 0
                 WHERE id = 1
-                """, url, accountID)
+                """, url, tokenID)
             try db.run("DELETE FROM outbox")
             // Deletions held from the old server must never remove a note the
             // new one is about to receive. The guard's window stays: a mass

@@ -165,7 +165,7 @@ extension NotesStore {
                 return
             }
             let knownBase = serverNote == row.base ? row.base : nil
-            let merged = configuration.mergeNote(knownBase, local, serverNote)
+            let merged = Self.keepingConflictCopiesWhole(row, configuration.mergeNote(knownBase, local, serverNote))
             try writeNote(db, row, to: merged.result, server: entity, commit: &commit)
             if let result = merged.result, result != serverNote {
                 try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
@@ -175,7 +175,8 @@ extension NotesStore {
                 try enqueue(db, kind: .note, id: entity.entityID, op: "delete", commit: &commit)
             }
             if let copy = merged.conflictCopy {
-                _ = try makeConflictCopy(db, of: row, copy: copy, changeID: ChangeID(newUUID()), commit: &commit)
+                _ = try keepInConflictCopy(
+                    db, of: row, text: copy, besides: merged.result?.body ?? Data(), commit: &commit)
             }
         case .folder:
             guard let id = FolderID(entity.entityID) else { return }

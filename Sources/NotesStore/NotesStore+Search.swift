@@ -8,21 +8,20 @@ public struct SearchHit: Sendable, Equatable {
     public var title: String
     /// The note's path in the mount, from the root (`/Work/todo.md`).
     public var path: String
-    /// Matching text with the hits between `[` and `]`.
+    /// Matching text with the hits between `[` and `]`; empty when the body is not text.
     public var snippet: String
+    /// False when the body is not text (invalid UTF-8 or NUL bytes: an image,
+    /// a PDF): it shows no snippet, and a body that is not UTF-8 at all is
+    /// found by its title only.
+    public var bodyIsText: Bool = true
 }
 
-// Full-text search over titles and bodies, and paths of entries.
+// Full-text search over titles and bodies (SearchIndex), and paths of entries.
 extension NotesStore {
     /// Brings the search index up to date with every committed note.
     public func flushSearchIndex() throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
-            try db.run(
-                """
-                INSERT INTO notes_fts(rowid, title, body)
-                SELECT n.seq, n.title, \(NoteChunks.textSQL(of: "n")) FROM fts_pending p JOIN notes n ON n.seq = p.seq WHERE n.deleted = 0
-                """)
-            try db.run("DELETE FROM fts_pending")
+            try SearchIndex.flush(db)
         }
     }
 
@@ -36,62 +35,140 @@ extension NotesStore {
         try read { db in try db.queryOne("SELECT 1 FROM fts_pending LIMIT 1") { _ in true } ?? false }
     }
 
-    /// Notes matching every word of `query`, best first.
-    public func search(_ query: String, limit: Int = 50) throws(StoreError) -> [SearchHit] {
-        let expression = Self.ftsExpression(for: query)
-        guard !expression.isEmpty else { return [] }
+    /// Notes matching `query` as typed (words, `word*` prefixes, `"quoted
+    /// phrases"`; see `SearchQuery`), in `directory` and the folders inside it
+    /// when given: notes whose title matches first, then the rest, best first.
+    public func search(_ query: String, in directory: DirectoryRef? = nil, limit: Int = 50) throws(StoreError)
+        -> [SearchHit]
+    {
+        try search(SearchQuery(query), in: directory, limit: limit)
+    }
+
+    /// Notes matching a parsed query (see `search(_:in:limit:)`).
+    public func search(_ query: SearchQuery, in directory: DirectoryRef? = nil, limit: Int = 50) throws(StoreError)
+        -> [SearchHit]
+    {
+        let expression = SearchIndex.expression(for: query)
+        guard !expression.isEmpty, limit > 0 else { return [] }
         if try searchIndexIsStale() { try flushSearchIndex() }
         let snippets = SearchSnippet(query: query)
         return try read { db in
-            // rank MATCH makes SQLite rank inside FTS5, so only the rows
-            // returned are read. A query matching thousands of notes is ranked
-            // newest first instead: scoring them all costs tens of ms.
-            // Snippets are built here, reading each body once up to its first
-            // hit: SQLite's snippet() tokenized every returned body twice and
-            // was nine tenths of a search's time (docs/bench.md).
-            let broad =
-                try db.queryOne(
-                    "SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT 1 OFFSET ?", expression,
-                    Self.broadQueryMatches) { _ in true } ?? false
-            let order = broad ? "notes_fts.rowid DESC" : "notes_fts.rank"
-            // The note's shown name comes with it; folder paths are looked up
-            // once per search (a few dozen folders, thousands of notes).
-            let rows = try db.query(
+            // Notes whose title holds the whole query come first, then the
+            // others: a lookup in the index of titles (small: a few words a
+            // note), then one in the whole index, each reading only the row
+            // ids it returns.
+            let scope = try directory.map { try Self.notesUnder($0, db) }
+            var seqs = try rankedMatches(
+                db, table: "notes_title_fts", rank: "bm25()", expression: expression, in: scope, limit: limit)
+            if seqs.count < limit {
+                var seen = Set(seqs)
+                let rest = try rankedMatches(
+                    db, table: "notes_fts", rank: "bm25(5.0, 1.0)", expression: expression, in: scope,
+                    limit: limit + seqs.count)
+                for seq in rest where seqs.count < limit && seen.insert(seq).inserted { seqs.append(seq) }
+            }
+            return try hits(db, seqs: seqs, snippets: snippets)
+        }
+    }
+
+    /// The notes shown in `directory` and in every folder inside it, by the
+    /// names the mount shows (a note whose folder is gone is in the root),
+    /// as a JSON array of their row ids.
+    private static func notesUnder(_ directory: DirectoryRef, _ db: Connection) throws -> String {
+        // `+nm.entry_kind` keeps SQLite on the parent_key index: the
+        // (entry_kind, entry_id) one would visit every note.
+        let seqs = try db.query(
+            """
+            WITH RECURSIVE under(key) AS (
+                SELECT ? UNION
+                SELECT 'f:' || nm.entry_id FROM under u CROSS JOIN names nm
+                WHERE nm.parent_key = u.key AND +nm.entry_kind = 'folder'
+            )
+            SELECT n.seq FROM under u CROSS JOIN names nm CROSS JOIN notes n
+            WHERE nm.parent_key = u.key AND +nm.entry_kind = 'note' AND n.id = nm.entry_id
+            """, directory.key
+        ) { $0.int64(0) }
+        return "[" + seqs.map(String.init).joined(separator: ",") + "]"
+    }
+
+    /// Row ids of up to `limit` notes matching an FTS5 expression in `table`,
+    /// among the notes of `scope` (a JSON array of row ids) when given, best
+    /// first by `rank`; a query matching thousands of notes is ordered newest
+    /// first instead (scoring them all costs tens of ms).
+    private func rankedMatches(
+        _ db: Connection, table: String, rank: String, expression: String, in scope: String?, limit: Int
+    ) throws -> [Int64] {
+        let broad =
+            try db.queryOne(
+                "SELECT 1 FROM \(table) WHERE \(table) MATCH ? LIMIT 1 OFFSET ?", expression, Self.broadQueryMatches
+            ) { _ in true } ?? false
+        let order = broad ? "f.rowid DESC" : "f.rank"
+        guard let scope else {
+            return try db.query(
                 """
-                SELECT n.id, n.title, \(NoteChunks.textSQL(of: "n")), nm.parent_key, nm.name
-                FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid
-                LEFT JOIN names nm ON nm.entry_kind = 'note' AND nm.entry_id = n.id
-                WHERE notes_fts MATCH ? AND notes_fts.rank MATCH 'bm25(5.0, 1.0)' AND n.deleted = 0
+                SELECT f.rowid FROM \(table) f WHERE f.\(table) MATCH ? AND f.rank MATCH '\(rank)'
                 ORDER BY \(order) LIMIT ?
                 """, expression, limit
-            ) { row in
-                (row.string(0), row.string(1), row.withBytes(2) { snippets.excerpt(of: $0) }, row.optionalString(3),
-                 row.optionalString(4))
-            }
-            var directoryPaths: [String: String?] = [DirectoryRef.root.key: ""]
-            return try rows.compactMap { idText, title, snippet, directoryKey, name in
-                guard let uuid = UUIDText.parse(idText) else { return nil }
-                var path = "/" + title
-                if let directoryKey, let name, let directory = DirectoryRef(key: directoryKey) {
-                    if directoryPaths[directoryKey] == nil {
-                        directoryPaths[directoryKey] = try self.path(db, of: directory.entry)
-                    }
-                    if let directoryPath = directoryPaths[directoryKey] ?? nil { path = directoryPath + "/" + name }
-                }
-                return SearchHit(noteID: NoteID(uuid), title: title, path: path, snippet: snippet)
-            }
+            ) { $0.int64(0) }
         }
+        // `+f.rowid` keeps the row ids a filter on the index's matches (the
+        // scope is looked up once, as a set), not a list of lookups into it.
+        return try db.query(
+            """
+            SELECT f.rowid FROM \(table) f WHERE f.\(table) MATCH ? AND f.rank MATCH '\(rank)'
+              AND +f.rowid IN (SELECT value FROM json_each(?))
+            ORDER BY \(order) LIMIT ?
+            """, expression, scope, limit
+        ) { $0.int64(0) }
+    }
+
+    /// The results for `seqs`, in that order: one query reads the notes, their
+    /// shown names and their bodies. Snippets are built here, reading each
+    /// body once up to its first hit: SQLite's snippet() tokenized every
+    /// returned body twice and was nine tenths of a search's time
+    /// (docs/bench.md). A body the index skipped (binary) is not read at all.
+    /// Folder paths are looked up once per search (a few dozen folders,
+    /// thousands of notes).
+    private func hits(_ db: Connection, seqs: [Int64], snippets: SearchSnippet) throws -> [SearchHit] {
+        guard !seqs.isEmpty else { return [] }
+        let order = Dictionary(seqs.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let rows = try db.query(
+            """
+            SELECT n.seq, n.id, n.title,
+              CASE WHEN EXISTS (SELECT 1 FROM fts_binary b WHERE b.seq = n.seq) THEN NULL
+              ELSE \(NoteChunks.textSQL(of: "n")) END, nm.parent_key, nm.name
+            FROM notes n LEFT JOIN names nm ON nm.entry_kind = 'note' AND nm.entry_id = n.id
+            WHERE n.seq IN (SELECT value FROM json_each(?)) AND n.deleted = 0
+            """, "[" + seqs.map(String.init).joined(separator: ",") + "]"
+        ) { row -> (Int, String, String, Bool, String, String?, String?) in
+            let (isText, snippet) =
+                row.isNull(3)
+                ? (false, "")
+                : row.withBytes(3) { body in
+                    BodyText.isText(body) ? (true, snippets.excerpt(of: body)) : (false, "")
+                }
+            return (order[row.int64(0)] ?? Int.max, row.string(1), row.string(2), isText, snippet,
+                    row.optionalString(4), row.optionalString(5))
+        }
+        var directoryPaths: [String: String?] = [DirectoryRef.root.key: ""]
+        var hits: [(Int, SearchHit)] = []
+        for (position, idText, title, isText, snippet, directoryKey, name) in rows {
+            guard let uuid = UUIDText.parse(idText) else { continue }
+            var path = "/" + title
+            if let directoryKey, let name, let directory = DirectoryRef(key: directoryKey) {
+                if directoryPaths[directoryKey] == nil {
+                    directoryPaths[directoryKey] = try self.path(db, of: directory.entry)
+                }
+                if let directoryPath = directoryPaths[directoryKey] ?? nil { path = directoryPath + "/" + name }
+            }
+            hits.append(
+                (position, SearchHit(noteID: NoteID(uuid), title: title, path: path, snippet: snippet, bodyIsText: isText)))
+        }
+        return hits.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     /// Above this many matches a query is ranked by recency, not relevance.
     static let broadQueryMatches = 1_000
-
-    /// Quotes each word so user text is never parsed as FTS5 syntax.
-    static func ftsExpression(for query: String) -> String {
-        query.split(whereSeparator: { $0.isWhitespace }).map { word in
-            "\"" + word.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        }.joined(separator: " ")
-    }
 
     /// The entry's path from the mount root, or nil when it is not shown.
     public func path(of ref: EntryRef) throws(StoreError) -> String? {

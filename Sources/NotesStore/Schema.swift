@@ -4,10 +4,12 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 7
+    static let currentVersion = 9
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
-    static let migrations: [String] = [version1, version2, version3, version4, version5, version6, version7]
+    static let migrations: [String] = [
+        version1, version2, version3, version4, version5, version6, version7, version8, version9,
+    ]
 
     static func migrate(_ db: Connection) throws {
         let found = try db.userVersion
@@ -27,6 +29,28 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 9: search finds what people type. The index is rebuilt with
+    /// stemming (`porter` over `unicode61 remove_diacritics 2`: `pancake`
+    /// finds "Pancakes"), keeps no copy of the text (`content=''`), and
+    /// indexes a body that looks binary as empty, listing its note in
+    /// `fts_binary`; titles get an index of their own (`notes_title_fts`), so
+    /// notes whose title matches come first at little cost (see
+    /// `SearchIndex`). Every live note is listed in `fts_pending`, so the
+    /// next search (or import) indexes it.
+    private static let version9 = SearchIndex.version9
+
+    /// Version 8: the store is bound to an account, not a token.
+    /// `account_id` is `account:<key>`, the opaque key the server names the
+    /// token's account by, or NULL until a server named one;
+    /// `account_token_id` is the token that last confirmed the binding. A
+    /// binding from before (`token:<id>`) becomes that token with no key yet:
+    /// the first answer the same token gets fills in the key.
+    private static let version8 = """
+        ALTER TABLE sync_state ADD COLUMN account_token_id TEXT;
+        UPDATE sync_state SET account_token_id = substr(account_id, 7), account_id = NULL
+        WHERE account_id LIKE 'token:%';
+        """
 
     /// Version 7: local-only files' bytes move out of the database into
     /// files in a directory beside it (`LocalFileDirectory`), written at the

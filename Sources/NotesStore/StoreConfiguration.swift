@@ -26,6 +26,12 @@ public struct StoreConfiguration: Sendable {
     public var newUUID: @Sendable () -> UUID = { TimeOrderedUUID.make() }
     /// The three-way note merge used when the server answers a push with a conflict.
     public var mergeNote: NoteMerger = NoteMergers.lineMerge
+    /// The id of note's conflict copy from a device: one per note and device
+    /// (`ConflictPolicy.conflictCopyID`); the simulation swaps it to show a
+    /// copy per clash is caught.
+    public var conflictCopyID: @Sendable (_ note: NoteID, _ device: DeviceID) -> NoteID = {
+        ConflictPolicy.conflictCopyID(of: $0, device: $1)
+    }
     /// The device name used in conflict-copy titles when none is stored yet.
     public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
 

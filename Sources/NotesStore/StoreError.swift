@@ -26,7 +26,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
     case diskFull
     /// The database file was written by a newer notesfs.
     case newerSchema(found: Int, supported: Int)
-    /// A sync run for another account, or a settle for a change that is not in flight.
+    /// This store and the server's account do not go together (another
+    /// account's token); the text says why and what to do.
     case syncMismatch(String)
     /// SQLite failed.
     case database(SQLiteError)

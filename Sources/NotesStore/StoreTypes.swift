@@ -208,6 +208,9 @@ public struct StoreCommit: Sendable {
     public var origin: Origin
     /// Entries whose content or attributes changed.
     public var changedEntries: Set<EntryRef> = []
+    /// Entries among them changed behind the kernel even when the commit
+    /// serves a kernel request (a conflict copy a write to its note updated).
+    public var changedBehindRequest: Set<EntryRef> = []
     /// Names that disappeared from a directory (renamed, deleted, suffixed).
     public var removedNames: [DirectoryName] = []
     /// Names that appeared in a directory.

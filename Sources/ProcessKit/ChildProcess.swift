@@ -18,6 +18,8 @@ public enum ChildProcess {
         case file(String, append: Bool = false)
         /// Standard error only: wherever standard output goes.
         case standardOutput
+        /// A descriptor of the parent's (the write end of a pipe, say).
+        case descriptor(Int32)
     }
 
     /// How to start a child.
@@ -117,6 +119,8 @@ public enum ChildProcess {
             posix_spawn_file_actions_addopen(&actions, descriptor, path, flags, 0o600)
         case .standardOutput:
             posix_spawn_file_actions_adddup2(&actions, 1, descriptor)
+        case .descriptor(let parent):
+            posix_spawn_file_actions_adddup2(&actions, parent, descriptor)
         }
     }
 

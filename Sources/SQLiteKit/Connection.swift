@@ -81,7 +81,7 @@ public final class Connection {
         if options.walJournal && options.mode != .readOnly {
             // Reading the result forces the file open, so a non-database file
             // fails here, with its path, instead of at the first query.
-            let journal = try switchToWAL(withinMilliseconds: options.busyTimeoutMilliseconds)
+            let journal = try switchToWAL(busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
             guard journal?.lowercased() == "wal" else {
                 throw SQLiteError(
                     code: SQLITE_ERROR, message: "cannot switch \(path) to WAL mode (got \(journal ?? "nothing"))")
@@ -93,19 +93,19 @@ public final class Connection {
         try execute("PRAGMA synchronous=\(options.synchronous.rawValue)")
     }
 
-    /// `PRAGMA journal_mode=WAL`, retried while it answers SQLITE_BUSY. On a
-    /// fresh file the switch needs an exclusive lock, and when another
-    /// process opens the same file at that moment SQLite answers busy at once
-    /// rather than wait in the busy handler (which could deadlock): two
-    /// first starts at once must both open, however busy the machine.
-    private func switchToWAL(withinMilliseconds milliseconds: Int32) throws(SQLiteError) -> String? {
-        let deadline = ContinuousClock.now + .milliseconds(Int(milliseconds))
+    /// `PRAGMA journal_mode=WAL`, asked again while another connection holds
+    /// the lock it needs. Two processes opening a fresh file at once (`serve`
+    /// and `account add`, a mount and an import) both switch it, and SQLite
+    /// answers one of them `SQLITE_BUSY` at once, without its busy handler
+    /// (waiting could deadlock the two), so the busy timeout alone is no help.
+    private func switchToWAL(busyTimeoutMilliseconds: Int32) throws(SQLiteError) -> String? {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(max(busyTimeoutMilliseconds, 0)))
         while true {
-            do throws(SQLiteError) {
+            do {
                 return try queryOne("PRAGMA journal_mode=WAL") { $0.string(0) }
             } catch {
-                guard error.code == SQLITE_BUSY, ContinuousClock.now < deadline else { throw error }
-                usleep(2_000)
+                guard error.isBusy, ContinuousClock.now < deadline else { throw error }
+                usleep(10_000)
             }
         }
     }

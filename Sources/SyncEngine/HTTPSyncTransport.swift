@@ -91,6 +91,15 @@ public final class HTTPSyncTransport: SyncTransport {
         return try TransportDecoding.decode(FetchResponse.self, status: status, body: data, server: serverName)
     }
 
+    /// The account the server names for this token (`IndexPage.account`),
+    /// asked with one small index request that gives up after `timeoutSeconds`.
+    public func namedAccount(timeoutSeconds: Double) async throws(TransportError) -> String? {
+        let query = [URLQueryItem(name: Endpoint.Query.limit, value: "1")]
+        let (status, data) = try await send(
+            method: "GET", path: Endpoint.index, query: query, timeoutSeconds: timeoutSeconds)
+        return try TransportDecoding.decode(IndexPage.self, status: status, body: data, server: serverName).account
+    }
+
     /// `GET /healthz` (no token): true when the server answers ok.
     public func healthy() async -> Bool {
         guard let (status, _) = try? await send(method: "GET", path: Endpoint.healthz, authorized: false) else {

@@ -13,6 +13,10 @@ public enum SyncRunOutcome: Sendable, Equatable {
     /// Everything else synced, but the mass-delete guard holds deletions
     /// until the user confirms or restores them; the text says how many and why.
     case held(String)
+    /// Nothing was sent or received: the token's account is not the one this
+    /// store syncs as (`AccountBinding`). Retrying cannot help until the
+    /// user acts; the text says why and what to do.
+    case blocked(String)
 
     public var succeeded: Bool { self == .succeeded }
 }
@@ -37,6 +41,8 @@ public actor SyncEngine {
     let transport: any SyncTransport
     let configuration: Configuration
     let device: DeviceID
+    /// The id of the transport's token, checked against the store's binding.
+    let tokenID: String?
 
     private var currentRun: Task<SyncRunOutcome, Never>?
     private var requestedRuns = 0
@@ -47,13 +53,22 @@ public actor SyncEngine {
     /// The last push left the cursor at the server's head (nothing else had
     /// happened since our cursor), so a pull right after it has nothing to get.
     private var lastPushReachedHead = false
+    /// Whether this engine's token was checked against the store's binding.
+    private var accountChecked = false
+    /// The account it was found to sync as (`account:<key>`; nil from a
+    /// server that names none).
+    private var checkedAccount: String?
 
-    public init(store: NotesStore, transport: any SyncTransport, configuration: Configuration = Configuration())
-        throws(StoreError)
-    {
+    /// `tokenID` is the id of the token the transport sends (nil: one token
+    /// per store, as in tests and the simulation).
+    public init(
+        store: NotesStore, transport: any SyncTransport, configuration: Configuration = Configuration(),
+        tokenID: String? = nil
+    ) throws(StoreError) {
         self.store = store
         self.transport = transport
         self.configuration = configuration
+        self.tokenID = tokenID
         self.device = try store.device().id
     }
 
@@ -94,6 +109,7 @@ public actor SyncEngine {
         do {
             do {
                 lastPushReachedHead = false
+                if !accountChecked { try await checkAccount() }
                 try await pushAll()
                 // A change committed after our push wakes the long poll, which
                 // starts another run; this one need not ask.
@@ -110,15 +126,55 @@ public actor SyncEngine {
         } catch let error as TransportError {
             outcome = .failed(error)
         } catch {
-            outcome = .storeFailed(String(describing: error))
+            if let error = error as? StoreError, case .syncMismatch(let reason) = error {
+                outcome = .blocked(reason)
+            } else {
+                outcome = .storeFailed(String(describing: error))
+            }
         }
         switch outcome {
         // A held run synced everything else; status shows the hold from the store.
         case .succeeded, .held: try? store.recordSyncRun(succeeded: true, error: nil)
         case .failed(let error): try? store.recordSyncRun(succeeded: false, error: error.description)
         case .storeFailed(let reason): try? store.recordSyncRun(succeeded: false, error: reason)
+        case .blocked(let reason): try? store.recordSyncRun(succeeded: false, error: "sync is off: " + reason)
         }
         return outcome
+    }
+
+    // MARK: Account
+
+    /// Settles, before anything is sent, whether this engine's token may
+    /// sync this store (`AccountBinding.check`; a refusal blocks the run).
+    /// The token that confirmed the store's binding may (a token belongs to
+    /// one account for good), and so may the first token of a store never
+    /// bound, which is recorded before its first push; the pages that follow
+    /// name the account and fill in the binding. Any other token costs one
+    /// small index request first, whose answer names its account.
+    private func checkAccount() async throws {
+        let binding = try store.accountBinding()
+        let confirmedByThisToken =
+            binding.tokenID == tokenID && (binding.account != nil || tokenID != nil)
+        if confirmedByThisToken || binding.isEmpty {
+            if binding.isEmpty, tokenID != nil { try store.confirmAccount(serverAccount: nil, tokenID: tokenID) }
+            checkedAccount = binding.account
+            accountChecked = true
+            return
+        }
+        let page = try await transport.index(after: nil, limit: 1)
+        try noteAccount(page.account)
+    }
+
+    /// Checks the account a page names against the one checked (again
+    /// through the store when it differs); throws `syncMismatch` to stop
+    /// before the page is applied.
+    private func noteAccount(_ key: String?) throws {
+        let named = key.map { "account:" + $0 }
+        if accountChecked, named == nil || named == checkedAccount { return }
+        accountChecked = false
+        let binding = try store.confirmAccount(serverAccount: named, tokenID: tokenID)
+        checkedAccount = binding.account
+        accountChecked = true
     }
 
     // MARK: Push
@@ -156,6 +212,9 @@ public actor SyncEngine {
                 }
                 return (result.changeId, outcome)
             }
+            // Only a token already allowed to push gets here, so this fills
+            // in the key of a binding that had none (or of a restored server).
+            try noteAccount(response.account)
             try store.settle(answers, cursor: WireMapping.cursorAdvance(after: response, sentWith: cursor))
             lastPushReachedHead = response.nextCursor != nil
         } catch let error as TransportError {
@@ -203,6 +262,7 @@ public actor SyncEngine {
             let page = try await transport.changes(
                 since: cursor, limit: configuration.pullPageRowsMax, waitSeconds: 0)
             if let known = cursor?.epoch, known != page.epoch { throw TransportError.cursorGone }
+            try noteAccount(page.account)
             try apply(page)
             cursor = page.nextCursor
             if !page.hasMore { return }
@@ -232,7 +292,9 @@ public actor SyncEngine {
     /// (the server's replay of an older version) would leave the row on that
     /// older version for good. A run pushes first, then pulls.
     public func applyPolled(_ page: ChangesPage, since cursor: SyncCursor) -> Bool {
-        guard currentRun == nil, !page.hasMore, !page.changes.isEmpty, page.epoch == cursor.epoch else {
+        guard currentRun == nil, !page.hasMore, !page.changes.isEmpty, page.epoch == cursor.epoch,
+            accountChecked, page.account == nil || page.account.map({ "account:" + $0 }) == checkedAccount
+        else {
             return false
         }
         do {
@@ -260,6 +322,7 @@ public actor SyncEngine {
         var epoch: String?
         for _ in 0..<configuration.roundsPerRunMax {
             let page = try await transport.index(after: after, limit: configuration.indexPageRowsMax)
+            try noteAccount(page.account)
             if snapshotCursor == nil {
                 snapshotCursor = page.cursor
                 epoch = page.epoch

@@ -55,6 +55,15 @@ public actor SyncScheduler {
             self.remainingEstimate = remainingEstimate
         }
 
+        /// What status shows of this progress: a run that has gone on for
+        /// over a second (shorter ones would only flicker), and `retry`.
+        public func live(retry: String?) -> LiveSync {
+            guard running && elapsedSeconds > 1 else { return LiveSync(running: false, retry: retry) }
+            return LiveSync(
+                running: true, received: pulled, sent: pushed, expectedTotal: remainingEstimate.map { pulled + $0 },
+                elapsedSeconds: elapsedSeconds, retry: retry)
+        }
+
         /// `Syncing: 3200 of ~10000 notes, 1450/s, about 5 s left`.
         public var line: String {
             var text = "Syncing: \(pulled)"
@@ -113,6 +122,11 @@ public actor SyncScheduler {
     private var runsCompleted = 0
     /// The hold last written to the log, so each run while held does not repeat it.
     private var lastHoldLogged: String?
+    /// The last run was blocked (another account's token): only a run asked
+    /// for (`notesfs sync`) checks again; local changes and the long poll wait.
+    private var blocked = false
+    /// The block last written to the log.
+    private var lastBlockLogged: String?
     private var loopTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
     private var externalCommitTask: Task<Void, Never>?
@@ -231,13 +245,10 @@ public actor SyncScheduler {
 
     // MARK: Reading the state (any thread)
 
-    /// Lines for `.notesfs/status` and `notesfs status`: progress while a run
-    /// has gone on for over a second, the next retry while backing off.
-    public nonisolated var statusLine: String? {
-        let progress = progress
-        if progress.running && progress.elapsedSeconds > 1 { return progress.line }
-        return statusText.withLock { $0 }
-    }
+    /// What `.notesfs/status` and `notesfs status` show of this scheduler: a
+    /// run that has gone on for over a second (shorter ones would only
+    /// flicker), with its progress, and the next retry while backing off.
+    public nonisolated var live: LiveSync { progress.live(retry: statusText.withLock { $0 }) }
 
     /// The current run's progress (the last run's, not running, between runs),
     /// worked out when asked, so no task refreshes it while a run goes on.
@@ -287,6 +298,7 @@ public actor SyncScheduler {
     /// When the next run is due, or nil when nothing waits.
     private func dueTime(now: Double) -> Double? {
         let state = signals.withLock { $0 }
+        if blocked && !state.runNow { return nil }
         var due: Double?
         if state.runNow {
             due = now
@@ -325,6 +337,10 @@ public actor SyncScheduler {
         runsCompleted += 1
         lastOutcome = outcome
         defer { runEnded.ring() }
+        if case .blocked = outcome {} else {
+            blocked = false
+            lastBlockLogged = nil
+        }
         switch outcome {
         case .succeeded:
             lastHoldLogged = nil
@@ -345,6 +361,17 @@ public actor SyncScheduler {
             statusText.withLock { $0 = nil }
             if reason != lastHoldLogged { log("sync: \(reason)") }
             lastHoldLogged = reason
+        case .blocked(let reason):
+            // Retrying cannot help until the user acts; the store's status
+            // line carries the reason and the way out.
+            blocked = true
+            backoff.succeeded()
+            retryAt = nil
+            statusText.withLock {
+                $0 = "Sync stays off in this mount until the token or the profile is changed; notesfs sync checks again"
+            }
+            if reason != lastBlockLogged { log("sync is off: \(reason)") }
+            lastBlockLogged = reason
         case .storeFailed(let reason):
             scheduleRetry { delay in
                 ("sync stopped by the local database: \(reason); next try in \(Int(delay.rounded())) s",
@@ -373,6 +400,13 @@ public actor SyncScheduler {
         // before it ends would only ask for the same rows.
         try? await clock.sleep(until: nil, orUntil: runEnded)
         while !stopped && !Task.isCancelled {
+            if blocked {
+                // Another account's feed is none of this store's business;
+                // a run the user asks for checks again.
+                try? await clock.sleep(
+                    until: clock.now() + Double(configuration.longPollWaitSeconds), orUntil: runEnded)
+                continue
+            }
             guard let cursorText = (try? store.syncState().cursor) ?? nil else {
                 // No cursor until the first run has pulled. While that run
                 // fails, probe the server, so its return is noticed long

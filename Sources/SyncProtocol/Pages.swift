@@ -17,15 +17,22 @@ public struct ChangesPage: Hashable, Sendable, Codable {
     /// Where this page starts when that is not the request's `since`: a long
     /// poll naming its device moved past that device's own pushes. Nil: at `since`.
     public var from: SyncCursor?
+    /// The account the token belongs to, as an opaque key that every token
+    /// of the account shares and that differs on another server
+    /// installation; clients bind their database to it. Nil from a server
+    /// that does not name accounts.
+    public var account: String?
 
     public init(
-        changes: [EntityVersion], nextCursor: SyncCursor, hasMore: Bool, epoch: String, from: SyncCursor? = nil
+        changes: [EntityVersion], nextCursor: SyncCursor, hasMore: Bool, epoch: String, from: SyncCursor? = nil,
+        account: String? = nil
     ) {
         self.changes = changes
         self.nextCursor = nextCursor
         self.hasMore = hasMore
         self.epoch = epoch
         self.from = from
+        self.account = account
     }
 }
 
@@ -76,13 +83,19 @@ public struct IndexPage: Hashable, Sendable, Codable {
     public var cursor: SyncCursor
     /// The server's epoch.
     public var epoch: String
+    /// The token's account, as in `ChangesPage.account`.
+    public var account: String?
 
-    public init(entries: [IndexEntry], hasMore: Bool, nextAfter: String?, cursor: SyncCursor, epoch: String) {
+    public init(
+        entries: [IndexEntry], hasMore: Bool, nextAfter: String?, cursor: SyncCursor, epoch: String,
+        account: String? = nil
+    ) {
         self.entries = entries
         self.hasMore = hasMore
         self.nextAfter = nextAfter
         self.cursor = cursor
         self.epoch = epoch
+        self.account = account
     }
 }
 

@@ -54,10 +54,15 @@ public struct PushResponse: Hashable, Sendable, Codable {
     /// own: once it has settled the results, the client may keep this cursor
     /// instead of pulling its own changes back.
     public var nextCursor: SyncCursor?
+    /// The token's account, as in `ChangesPage.account`.
+    public var account: String?
 
-    public init(results: [ChangeResult], startCursor: SyncCursor? = nil, nextCursor: SyncCursor? = nil) {
+    public init(
+        results: [ChangeResult], startCursor: SyncCursor? = nil, nextCursor: SyncCursor? = nil, account: String? = nil
+    ) {
         self.results = results
         self.startCursor = startCursor
         self.nextCursor = nextCursor
+        self.account = account
     }
 }

@@ -61,8 +61,9 @@ enum PostgresServerSchema {
     ]
 
     /// Brings the schema in the connection's current schema (`search_path`)
-    /// up to date and returns the epoch.
-    static func migrate(_ connection: PostgresConnection) throws -> String {
+    /// up to date and returns the epoch and the installation secret (made
+    /// here when missing, under the migration lock, so every process agrees).
+    static func migrate(_ connection: PostgresConnection) throws -> (epoch: String, installationSecret: String) {
         try connection.transaction {
             try connection.execute(
                 "SELECT pg_advisory_xact_lock(hashtext('notesfs.migrate.' || current_schema())::bigint)")
@@ -92,7 +93,16 @@ enum PostgresServerSchema {
             guard epoch.rowCount == 1 else {
                 throw ServerStoreError.failure("the PostgreSQL schema has no epoch; it is not a notesfs server database")
             }
-            return try epoch.string(0, 0)
+            try connection.execute(
+                """
+                INSERT INTO server_meta(key, value) VALUES ('installation_secret', $1)
+                ON CONFLICT (key) DO NOTHING
+                """, SQLiteServerSchema.makeRandomHex(bytes: 32))
+            let secret = try connection.execute("SELECT value FROM server_meta WHERE key = 'installation_secret'")
+            guard secret.rowCount == 1 else {
+                throw ServerStoreError.failure("the PostgreSQL schema kept no installation secret")
+            }
+            return (try epoch.string(0, 0), try secret.string(0, 0))
         }
     }
 }

@@ -120,6 +120,8 @@ public final class PostgresServerStore: ServerStore {
     private let notifier: PostgresNotifier
     private let writer: PostgresGroupWriter
     private let closed = Atomic<Bool>(false)
+    /// Never changes once made (`AccountKey`).
+    private let installationSecretValue: String
 
     /// Connects, migrates the schema (safe with several processes starting
     /// at once) and starts listening. Throws `unavailable` when the database
@@ -131,7 +133,7 @@ public final class PostgresServerStore: ServerStore {
         let schema: String
         do {
             let connection = try PostgresConnection(conninfo: conninfo, applicationName: "notesfs-migrate")
-            epoch = try PostgresServerSchema.migrate(connection)
+            (epoch, installationSecretValue) = try PostgresServerSchema.migrate(connection)
             schema = try connection.execute("SELECT current_schema()::text").string(0, 0)
         } catch {
             throw Self.storeError(error)
@@ -241,6 +243,8 @@ public final class PostgresServerStore: ServerStore {
     public func epoch() async throws -> String {
         shared.epoch.withLock { $0 }
     }
+
+    public func installationSecret() async throws -> String { installationSecretValue }
 
     public func newEpoch(now: Date) async throws -> String {
         let channel = channel

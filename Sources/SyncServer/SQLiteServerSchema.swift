@@ -77,10 +77,31 @@ enum SQLiteServerSchema {
         return epoch
     }
 
+    /// The installation secret (`AccountKey`), made the first time a store
+    /// of this version opens the file. Kept in `server_meta`, so a restored
+    /// backup keeps it; `INSERT OR IGNORE` under the write lock, so two
+    /// processes opening a fresh file at once agree on one.
+    static func installationSecret(_ connection: Connection) throws -> String {
+        let select = "SELECT value FROM server_meta WHERE key = 'installation_secret'"
+        if let secret = try connection.queryOne(select, map: { $0.string(0) }) { return secret }
+        return try connection.transaction {
+            try connection.run(
+                "INSERT OR IGNORE INTO server_meta(key, value) VALUES ('installation_secret', ?)",
+                makeRandomHex(bytes: 32))
+            guard let secret = try connection.queryOne(select, map: { $0.string(0) }) else {
+                throw ServerStoreError.failure("\(connection.path): the installation secret was not kept")
+            }
+            return secret
+        }
+    }
+
     /// A new random epoch: 16 bytes from the system's secure generator, as hex.
-    static func makeEpoch() -> String {
+    static func makeEpoch() -> String { makeRandomHex(bytes: 16) }
+
+    /// `bytes` bytes from the system's secure generator, as lowercase hex.
+    static func makeRandomHex(bytes count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<16).map { _ in
+        return (0..<count).map { _ in
             let byte = UInt8.random(in: 0...255, using: &generator)
             return (byte < 16 ? "0" : "") + String(byte, radix: 16)
         }.joined()

@@ -34,15 +34,19 @@ public final class SQLiteServerStore: ServerStore {
     private let nextReader = Atomic<Int>(0)
     private let currentEpoch: Mutex<String>
     private let closed = Atomic<Bool>(false)
+    /// Never changes once made (`AccountKey`).
+    private let installationSecretValue: String
 
     /// Opens (creating when missing) the store at `path` and migrates its schema.
     public init(path: String, options: Options = Options()) throws {
         self.path = path
         var epoch = ""
+        var secret = ""
         do {
             writer = try GroupCommitWriter(path: path, groupWritesMax: options.groupWritesMax) { connection in
                 try SQLiteServerSchema.migrate(connection)
                 epoch = try SQLiteServerSchema.epoch(connection)
+                secret = try SQLiteServerSchema.installationSecret(connection)
             }
             readers = try (0..<max(1, options.readers)).map { index in
                 try SQLiteReader(path: path, label: "notesfs.server.reader.\(index)")
@@ -51,6 +55,7 @@ public final class SQLiteServerStore: ServerStore {
             throw Self.storeError(error)
         }
         currentEpoch = Mutex(epoch)
+        installationSecretValue = secret
     }
 
     /// The data file inside a server data directory.
@@ -99,6 +104,8 @@ public final class SQLiteServerStore: ServerStore {
     public func epoch() async throws -> String {
         currentEpoch.withLock { $0 }
     }
+
+    public func installationSecret() async throws -> String { installationSecretValue }
 
     public func newEpoch(now: Date) async throws -> String {
         let epoch = try await write { connection in

@@ -48,6 +48,11 @@ public protocol ServerStore: Sendable {
     /// issued again. Run after restoring the store from a backup.
     func newEpoch(now: Date) async throws -> String
 
+    /// A random secret made the first time the store was opened and kept
+    /// with its data (a restored backup keeps it; another installation has
+    /// its own). `AccountKey` derives the account keys clients bind to from it.
+    func installationSecret() async throws -> String
+
     /// The sum of every account's counter. It only grows while the store
     /// keeps its history, so `CounterMark` can tell a store put back from an
     /// older copy.

@@ -134,6 +134,11 @@ public final class SyncServer: Sendable {
         return record.account
     }
 
+    /// The key clients bind their database to (`AccountKey`).
+    func accountKey(_ account: AccountID) async throws -> String {
+        AccountKey.make(secret: try await store.installationSecret(), account: account)
+    }
+
     // MARK: Push
 
     private func push(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
@@ -193,7 +198,8 @@ public final class SyncServer: Sendable {
         if let head = outcome.caughtUp {
             body.append(contentsOf: Array(#","nextCursor":"\#(SyncCursor(epoch: epoch, counter: head).rawValue)""#.utf8))
         }
-        body.append(UInt8(ascii: "}"))
+        // The key is lowercase hex: no escaping.
+        body.append(contentsOf: Array(#","account":"\#(try await accountKey(account))"}"#.utf8))
         let tally = outcome.tally
         return ServerResponse(
             status: 200, contentType: "application/json", body: body,
@@ -246,7 +252,8 @@ public final class SyncServer: Sendable {
             ChangesPage(
                 changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
                 hasMore: read.hasMore, epoch: epoch,
-                from: after == requestedAfter ? nil : SyncCursor(epoch: epoch, counter: after)))
+                from: after == requestedAfter ? nil : SyncCursor(epoch: epoch, counter: after),
+                account: try await accountKey(account)))
         response.logNote = "account=\(account) rows=\(read.entities.count)\(waited ? " waited" : "")"
         return response
     }
@@ -323,7 +330,8 @@ public final class SyncServer: Sendable {
             IndexPage(
                 entries: read.entries, hasMore: read.hasMore,
                 nextAfter: read.hasMore ? read.entries.last?.ref.description : nil,
-                cursor: SyncCursor(epoch: epoch, counter: read.head.counter), epoch: epoch))
+                cursor: SyncCursor(epoch: epoch, counter: read.head.counter), epoch: epoch,
+                account: try await accountKey(account)))
         response.logNote = "account=\(account) rows=\(read.entries.count)"
         return response
     }

@@ -105,8 +105,9 @@ enum StoreBenchmark {
         var rareTokens: [String: Int]
     }
 
-    /// Latency of `search` (index check, FTS match, ranking, snippets, paths;
-    /// up to 50 hits) over a spread of common to rare words and two-word queries.
+    /// Latency of `search` (index check, title matches, FTS match, ranking,
+    /// snippets, paths; up to 50 hits) over a spread of common to rare words,
+    /// two-word queries, prefixes, quoted phrases and words within a folder.
     /// Returns 1 when a rare token's hit count differs from the manifest.
     static func search(_ store: NotesStore, manifest path: String, rounds: Int) throws -> Int32 {
         let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
@@ -123,6 +124,9 @@ enum StoreBenchmark {
         for (first, second) in zip(words, words.dropFirst(2)) { queries.append("\(first) \(second)") }
         queries.append("café")
         queries.append("日本語")
+        // What people type beyond words: prefixes and quoted phrases.
+        for word in words.prefix(5) where word.count > 4 { queries.append(String(word.prefix(4)) + "*") }
+        for (first, second) in zip(words, words.dropFirst()).prefix(3) { queries.append("\"\(first) \(second)\"") }
 
         // Warm up (and bring the index up to date).
         for query in queries { _ = try store.search(query) }
@@ -134,6 +138,24 @@ enum StoreBenchmark {
                 all.append(seconds * 1_000)
                 perQuery[query, default: []].append(seconds * 1_000)
             }
+        }
+        // The same words within the first folder (and the folders inside it).
+        let folder = try store.list(directory: .root).first { $0.kind == .directory }?.ref.directory
+        var inFolder: [String] = []
+        if let folder {
+            inFolder = Array(words.prefix(4))
+            for _ in 0..<rounds {
+                for query in inFolder {
+                    let seconds = try measure { _ = try store.search(query, in: folder) }
+                    all.append(seconds * 1_000)
+                    perQuery["--in " + query, default: []].append(seconds * 1_000)
+                }
+            }
+        }
+        for query in inFolder {
+            let times = perQuery["--in " + query] ?? []
+            let timing = String(format: "p50=%.3fms max=%.3fms", percentile(times, 0.5), times.max() ?? 0)
+            print("query '\(query)' --in first folder \(timing)")
         }
         for query in queries {
             let hits = try store.search(query, limit: 100_000).count

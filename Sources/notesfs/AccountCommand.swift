@@ -30,7 +30,8 @@ struct AccountCommand: Command {
                        or ~/.local/share/notesfs/server).
           --postgres CONNINFO  Use the PostgreSQL store of 'notesfs serve --postgres'.
         """
-    static let spec = ArgumentSpec(options: ["--data", "--postgres", "--token"], positional: 1...2)
+    static let spec = ArgumentSpec(
+        options: ["--data", "--postgres", "--token"], positional: 1...2, actions: ["add", "list", "tokens", "revoke"])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let action = arguments.positional[0]

@@ -4,6 +4,16 @@ struct ArgumentSpec {
     var flags: Set<String> = []
     /// How many positional arguments are allowed.
     var positional: ClosedRange<Int> = 0...0
+    /// The words the first positional argument may be (`account add|list|…`);
+    /// shell completion offers them.
+    var actions: [String] = []
+    /// Options and flags for notesfs's own use (`--ready-fd`): accepted, but
+    /// neither documented nor completed.
+    var hidden: Set<String> = []
+
+    /// The options and flags a person may type, in a stable order.
+    var publicOptions: [String] { options.subtracting(hidden).sorted() }
+    var publicFlags: [String] { flags.subtracting(hidden).sorted() }
 }
 
 /// A subcommand's arguments after parsing against its `ArgumentSpec`.

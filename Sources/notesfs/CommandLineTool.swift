@@ -2,7 +2,10 @@ import Foundation
 
 /// Dispatches `notesfs <command> ...` to the registered commands.
 enum CommandLineTool {
+    /// The version `--version`, the help, the man page and the logs show.
     static let version = "0.1.0"
+    /// One line: what notesfs is (the help's first line, the man page's NAME).
+    static let tagline = "your notes as plain files, synced between your machines"
 
     /// Every subcommand, in the order `--help` lists them. Add new commands here.
     static let commands: [any Command.Type] = [
@@ -12,11 +15,17 @@ enum CommandLineTool {
         ImportCommand.self,
         ExportCommand.self,
         RestoreCommand.self,
+        ConflictsCommand.self,
         ServeCommand.self,
         AccountCommand.self,
         ServerCommand.self,
         MountCommand.self,
         UnmountCommand.self,
+        ServiceCommand.self,
+        InstallCommand.self,
+        UninstallCommand.self,
+        CompletionCommand.self,
+        ManPageCommand.self,
     ]
 
     static func run(_ arguments: [String], console: Console = Console()) -> Int32 {
@@ -56,23 +65,43 @@ enum CommandLineTool {
         }
     }
 
+    /// `notesfs --help`; the man page is made from this and each command's help.
     static var overview: String {
         var lines = [
-            "notesfs \(version) — your notes as plain files, synced between your machines.",
+            "notesfs \(version) — \(tagline).",
             "",
             "Usage: notesfs <command> [options]",
+            "       notesfs --help | --version",
             "",
-            "Commands:",
         ]
+        lines += description + ["", "Commands:"]
         let width = (commands.map { $0.name.count }.max() ?? 8) + 2
         for command in commands {
             lines.append("  " + command.name.padding(toLength: width, withPad: " ", startingAt: 0) + command.summary)
         }
-        lines += [
-            "",
-            "Run 'notesfs <command> --help' for a command's options.",
-            "Exit codes: 0 ok, 1 failed, 2 usage error, 3 deletions held by the mass-delete guard (sync --wait).",
-        ]
+        lines += ["", "Options:"] + globalOptions + [""] + closing
         return lines.joined(separator: "\n")
     }
+
+    /// What notesfs does, in a few lines (the help and the man page's DESCRIPTION).
+    static let description = [
+        "Keeps your notes in a SQLite database on this machine and shows them as a",
+        "directory tree: folders are directories, notes are text files, and any",
+        "editor, grep, cp or rsync works on them. With a server ('notesfs serve'),",
+        "a mount syncs every change with your other machines by itself.",
+    ]
+
+    static let globalOptions = [
+        "  -h, --help     show this help (after a command: that command's help)",
+        "  --version      print the version",
+    ]
+
+    /// The help's last lines: where data lives, exit codes, where to read more.
+    static let closing = [
+        "Data lives in $XDG_DATA_HOME/notesfs/<profile>/ (default profile 'default':",
+        "~/.local/share/notesfs/default/); every command that opens it takes",
+        "--profile NAME or --data DIR.",
+        "Exit codes: 0 ok, 1 failed, 2 usage error, 3 deletions held by the mass-delete guard (sync --wait).",
+        "Run 'notesfs <command> --help' for a command's options, or 'man notesfs'.",
+    ]
 }

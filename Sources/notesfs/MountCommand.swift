@@ -2,6 +2,7 @@ import Foundation
 import NotesFS
 import NotesStore
 import ProcessKit
+import SyncEngine
 
 struct MountCommand: Command {
     static let name = "mount"
@@ -21,7 +22,9 @@ struct MountCommand: Command {
           --server URL   sync with this server (http://host:8080); remembered in the
                          profile's sync.json, so later mounts need no flags
           --token-file F the file holding the token 'notesfs account add' printed
-                         (read at every mount, never copied or logged)
+                         (read at every mount, never copied or logged); any token
+                         of the account the profile syncs with works, another
+                         account's is refused (then see 'notesfs sync --rebind')
           --device-name NAME  the name conflict copies show (default: the host name)
           --ca-file F    trust the certificates in this PEM file for an https server
                          (a private CA or a self-signed server); remembered like
@@ -37,7 +40,8 @@ struct MountCommand: Command {
         """
     /// `--ready-fd` is internal: the background process reports on it.
     static let spec = ArgumentSpec(
-        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name", "--ca-file"]), flags: ["--foreground", "--insecure-http"], positional: 1...1)
+        options: DataLocation.options.union(["--ready-fd", "--server", "--token-file", "--device-name", "--ca-file"]),
+        flags: ["--foreground", "--insecure-http"], positional: 1...1, hidden: ["--ready-fd"])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
@@ -49,11 +53,14 @@ struct MountCommand: Command {
         }
         let report = MountReport(descriptor: readyDescriptor)
         do {
+            try clearDeadMount(mountpoint, location: location, console: console)
             try checkMountpoint(mountpoint)
             try checkFuse()
             try DataLocation.makePrivateDirectory(location.directory.path)
-            try refuseAnotherAccount(arguments, location: location)
-            try configureSync(arguments, location: location)
+            if let profile = try proposedProfile(arguments, location: location) {
+                try refuseAnotherAccount(profile, location: location)
+                try profile.save(location)
+            }
             if let warning = try SyncProfile.load(location)?.tokenFileWarning() { console.error(warning) }
             if arguments.has("--foreground") {
                 return try MountDaemon(location: location, mountpoint: mountpoint, report: report).run()
@@ -69,29 +76,46 @@ struct MountCommand: Command {
         }
     }
 
-    /// A `--token-file` of another account than the one the database syncs
-    /// with is refused before anything is saved, with the way out (a rebind).
-    static func refuseAnotherAccount(_ arguments: ParsedArguments, location: DataLocation) throws {
-        guard let tokenFile = arguments.option("--token-file"), location.exists else { return }
-        let token = try SyncProfile(server: arguments.option("--server") ?? "", tokenFile: tokenFile).token()
-        let key = SyncProfile.accountKey(token)
-        guard let bound = try location.openStore(create: false).syncState().accountID, bound != key else { return }
-        throw CommandError.failed(
-            "this notes database syncs with account \(bound), not \(key). To move these notes to the new server "
-                + "or account (keeping every note), run: notesfs sync --rebind --server URL --token-file \(tokenFile)"
-                + " (on this profile), then mount; for a separate set of notes, use another --profile")
+    /// A `--server` or `--token-file` whose token the server says belongs to
+    /// another account than the database's is refused before anything is
+    /// saved, with the way out. Only a new token is asked about (the token
+    /// that confirmed the binding belongs to its account for good), and only
+    /// for a few seconds: when the server cannot be reached, the mount goes
+    /// on and the engine decides at its first contact (status says why sync
+    /// is off then).
+    static func refuseAnotherAccount(_ profile: SyncProfile, location: DataLocation) throws {
+        guard location.exists else { return }
+        let token = try profile.token()
+        let binding = try location.openStore(create: false).accountBinding()
+        guard !binding.isEmpty, binding.tokenID != token.id else { return }
+        let url = try profile.serverURL()
+        let transport = HTTPSyncTransport(baseURL: url, token: token.text, caFile: try profile.checkedCAFile())
+        let key: String?
+        do {
+            key = try ServerData.blockingAwait { try await transport.namedAccount(timeoutSeconds: accountProbeSeconds) }
+        } catch {
+            return  // No answer (offline, a token the server refuses, …): the engine decides, status says why.
+        }
+        let check = binding.check(
+            serverAccount: key.map { "account:" + $0 }, tokenID: token.id, server: url.absoluteString)
+        if case .failure(let error) = check { throw CommandError.failed(error.description) }
     }
 
-    /// Saves `--server`/`--token-file`/`--device-name`/`--ca-file` in the
-    /// profile after checking them (the token file must be readable and hold
-    /// a token, the CA file must be readable).
-    static func configureSync(_ arguments: ParsedArguments, location: DataLocation) throws(CommandError) {
+    /// How long `mount` asks the server about a new token before leaving it to the engine.
+    static let accountProbeSeconds: Double = 5
+
+    /// The profile `--server`/`--token-file`/`--device-name`/`--ca-file`
+    /// make of the saved one, checked (the token file must be readable and
+    /// hold a token, the CA file must be readable); nil without those flags.
+    static func proposedProfile(_ arguments: ParsedArguments, location: DataLocation) throws(CommandError)
+        -> SyncProfile?
+    {
         let server = arguments.option("--server")
         let tokenFile = arguments.option("--token-file")
         let deviceName = arguments.option("--device-name")
         let caFile = arguments.option("--ca-file")
         let insecureHTTP = arguments.has("--insecure-http")
-        if server == nil && tokenFile == nil && deviceName == nil && caFile == nil && !insecureHTTP { return }
+        if server == nil && tokenFile == nil && deviceName == nil && caFile == nil && !insecureHTTP { return nil }
         var profile = try SyncProfile.load(location)
         if let server, let tokenFile {
             let absolute = URL(fileURLWithPath: tokenFile).standardizedFileURL.path
@@ -124,7 +148,23 @@ struct MountCommand: Command {
         _ = try profile.serverURL()
         _ = try profile.token()
         _ = try profile.checkedCAFile()
-        try profile.save(location)
+        return profile
+    }
+
+    /// A mount whose process died (killed, crashed) stays in the kernel's
+    /// table and fails every call with ENOTCONN, so a restart — by hand or by
+    /// the systemd unit — detaches it first. Only a mount of this same data
+    /// directory that no process serves (its lock is free) is touched.
+    static func clearDeadMount(_ path: String, location: DataLocation, console: Console) throws(CommandError) {
+        guard let mount = MountTable.mount(at: path), mount.fileSystemType.hasSuffix("notesfs"),
+            mount.source == "notesfs:" + location.directory.path,
+            !UnmountCommand.isLocked(location.directory.path)
+        else { return }
+        guard UnmountCommand.runProgram(["fusermount3", "-u", "-z", path]) == 0 else {
+            throw .failed(
+                "\(path) still holds a mount of this profile whose process died; detach it with: fusermount3 -u -z '\(path)'")
+        }
+        console.error("Detached the mount on \(path) left by a notesfs process that died.")
     }
 
     static func checkMountpoint(_ path: String) throws(CommandError) {
@@ -280,6 +320,7 @@ struct MountDaemon {
         for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
+        let systemd = SystemdNotifier.fromEnvironment()
 
         let lock = try MountLock.acquire(location.directory.path)
         defer { close(lock) }
@@ -297,8 +338,10 @@ struct MountDaemon {
         let syncSetup = try SyncService.prepare(location: location, store: store, log: log)
         let mount = try NotesMount(
             store: store, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)
-        let sync = try syncSetup.map { _, transport in
-            try SyncService(location: location, store: store, transport: transport, mount: mount, log: log)
+        let sync = try syncSetup.map { setup in
+            try SyncService(
+                location: location, store: store, transport: setup.transport, tokenID: setup.tokenID, mount: mount,
+                log: log)
         }
         try mount.mount()
 
@@ -315,8 +358,10 @@ struct MountDaemon {
         signalThread.start()
 
         report.ready()
+        systemd.send("READY=1")
         sync?.start()
         let result = mount.serve()
+        systemd.send("STOPPING=1")
         sync?.stop()
         do {
             if try store.checkpointForShutdown() {

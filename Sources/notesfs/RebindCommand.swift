@@ -29,11 +29,16 @@ enum Rebind {
             deviceName: previous?.deviceName, caFile: previous?.caFile,
             insecureHTTP: arguments.has("--insecure-http") ? true : nil)
         let url = try profile.serverURL()
-        let accountKey = SyncProfile.accountKey(try profile.token())
+        let token = try profile.token()
         let store = try location.openStore(create: false)
         let state = try store.syncState()
         let status = try store.status()
-        let from = state.serverURL.map { "\($0) (account \(state.accountID ?? "unknown"))" } ?? "no server"
+        let binding = try store.accountBinding()
+        let from =
+            state.serverURL.map { url in
+                "\(url) (" + (binding.account.map { "the account of key \($0.dropFirst("account:".count))" }
+                    ?? binding.tokenID.map { "the account of token \($0)" } ?? "no account yet") + ")"
+            } ?? "no server"
         if !arguments.has("--yes") {
             guard isatty(STDIN_FILENO) != 0 else {
                 throw CommandError.failed(
@@ -42,7 +47,7 @@ enum Rebind {
             }
             console.out(
                 "Move the \(status.noteCount) notes of \(location.directory.path) from \(from) to "
-                    + "\(url.absoluteString) (account \(accountKey))?\n"
+                    + "\(url.absoluteString) (the account of token \(token.id))?\n"
                     + "Every note and folder is sent to the new server with its id; notes it already has merge, "
                     + "nothing is doubled or deleted. [y/N] ", terminator: "")
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
@@ -51,7 +56,7 @@ enum Rebind {
                 return 1
             }
         }
-        let report = try store.rebindServer(url: url.absoluteString, accountID: accountKey)
+        let report = try store.rebindServer(url: url.absoluteString, tokenID: token.id)
         try profile.save(location)
         console.out(
             "Rebound to \(url.absoluteString): \(report.notes) notes and \(report.folders) folders will be sent "

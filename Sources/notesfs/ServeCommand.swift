@@ -59,6 +59,15 @@ struct ServeCommand: Command {
     ])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
+        // SIGTERM and SIGINT stay blocked in every thread started from here
+        // on, and one thread takes them with sigwait once serving: a stop
+        // sent at any moment (systemd's, right after READY=1) waits for it
+        // and is never lost, as it could be while a dispatch signal source
+        // was still being armed.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        for signalNumber in [SIGTERM, SIGINT] { sigaddset(&stopSignals, signalNumber) }
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         let listenText = arguments.option("--listen") ?? "127.0.0.1:8080"
         guard let address = ListenAddress(listenText) else {
             throw CommandError.usage("--listen needs an IP address and port like 127.0.0.1:8080, not '\(listenText)'")
@@ -122,6 +131,7 @@ struct ServeCommand: Command {
         }
         let scheme = tls == nil ? "http" : "https"
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+        let systemd = SystemdNotifier.fromEnvironment()
         logger.log(
             "notesfs serve: listening on \(scheme)://\(host):\(http.port) (data \(dataText), "
                 + "pid \(getpid()))")
@@ -159,15 +169,18 @@ struct ServeCommand: Command {
         }
 
         let stopped = DispatchSemaphore(value: 0)
-        let signalQueue = DispatchQueue(label: "notesfs.serve.signals")
-        let sources = [SIGTERM, SIGINT].map { signalNumber in
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-            source.setEventHandler { stopped.signal() }
-            source.resume()
-            return source
+        let waitedSignals = stopSignals
+        let signalThread = Thread {
+            var waited = waitedSignals
+            var received: Int32 = 0
+            while sigwait(&waited, &received) != 0 {}
+            stopped.signal()
         }
+        signalThread.name = "notesfs-serve-signals"
+        signalThread.start()
+        systemd.send("READY=1")
         stopped.wait()
+        systemd.send("STOPPING=1")
         logger.log("notesfs serve: stopping (finishing requests in flight)")
         http.stop(graceSeconds: 10)
         revocations.cancel()
@@ -181,7 +194,6 @@ struct ServeCommand: Command {
             }
         }
         try ServerData.blockingAwait { await store.close() }
-        sources.forEach { $0.cancel() }
         logger.log("notesfs serve: stopped")
         return 0
     }

@@ -27,7 +27,7 @@ struct ServerCommand: Command {
           --postgres CONNINFO  Use a PostgreSQL database instead, e.g.
                                'host=db.internal dbname=notesfs user=notesfs'.
         """
-    static let spec = ArgumentSpec(options: ["--data", "--postgres"], positional: 1...1)
+    static let spec = ArgumentSpec(options: ["--data", "--postgres"], positional: 1...1, actions: ["new-epoch", "migrate"])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         if arguments.positional[0] == "migrate" {

@@ -11,7 +11,9 @@ struct SyncCommand: Command {
                             [--data DIR | --profile NAME]
 
         Asks the running mount of the profile to sync at once, through the
-        control socket sync.sock in the data directory.
+        control socket sync.sock in the data directory. A profile with no server
+        (an offline notes folder) has nothing to sync: the command says so, and
+        how to add a server.
           --wait               wait for the run and print how it ended (on a terminal,
                                with a progress line: notes so far of the total, rate,
                                time left)
@@ -40,7 +42,16 @@ struct SyncCommand: Command {
         """
     static let spec = ArgumentSpec(
         options: DataLocation.options.union(["--server", "--token-file"]),
-        flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes", "--insecure-http"])
+        flags: ["--wait", "--allow-mass-delete", "--restore-held", "--wire-stats", "--rebind", "--yes", "--insecure-http"],
+        hidden: ["--wire-stats"])
+
+    /// What `sync` says for a profile with no server.
+    static let noServer = """
+        this notes folder has no server: its notes are kept only on this machine, so there is \
+        nothing to sync. To sync it, make an account on a server ('notesfs account add NAME' there \
+        prints a token), then unmount and mount again with --server URL --token-file FILE \
+        (see 'notesfs mount --help'); every note is sent at that mount.
+        """
 
     /// `sync --wait` exits with this while the mass-delete guard holds deletions.
     static let heldExitCode: Int32 = 3
@@ -52,6 +63,11 @@ struct SyncCommand: Command {
             || arguments.has("--insecure-http")
         {
             throw CommandError.usage("--server, --token-file, --yes and --insecure-http go with --rebind")
+        }
+        if try SyncProfile.load(location) == nil {
+            // An offline notes folder, mounted or not: there is no one to sync with.
+            _ = try location.openStore(create: false)
+            throw CommandError.failed(Self.noServer)
         }
         let socket = SyncControlSocket.path(location)
         let notRunning = CommandError.failed(
@@ -105,8 +121,8 @@ struct SyncCommand: Command {
                         + "'notesfs status' lists them.")
                 return heldExitCode
             }
-            if let status, status.pendingCount > 0 {
-                summary += " \(status.pendingCount) changes still wait (made during the sync)."
+            if let status, let waiting = status.waitingWords {
+                summary += " \(waiting) still wait (changed during the sync)."
             }
             console.out(summary)
             return 0
@@ -115,6 +131,8 @@ struct SyncCommand: Command {
             return heldExitCode
         case let line?:
             let reason = line.hasPrefix("failed ") ? String(line.dropFirst("failed ".count)) : line
+            // Another account's token: retrying cannot help until the user acts.
+            if reason.hasPrefix("sync is off: ") { throw CommandError.failed(reason + " Your notes are safe locally.") }
             throw CommandError.failed("sync failed: \(reason). Your notes are safe locally; it retries by itself.")
         case nil:
             throw CommandError.failed("the mount closed the connection without an answer; see mount.log")

@@ -1,5 +1,6 @@
 import Foundation
 import NotesFS
+import NotesStore
 import SyncEngine
 import Synchronization
 
@@ -13,7 +14,7 @@ import Synchronization
 /// - `sync wait [allow-mass-delete | restore-held] [progress]` → `note <text>`,
 ///   `progress <text>` lines (with `progress`), then `ok`, `held <why>` (the
 ///   mass-delete guard holds deletions) or `failed <why>`.
-/// - `status` → one line: sync progress or the next retry, or empty.
+/// - `status` → one line: what the engine is doing (`LiveSync` as JSON).
 /// - `wire` → the transport's counters as JSON (benchmarks).
 final class SyncControlSocket: Sendable {
     static func path(_ location: DataLocation) -> String {
@@ -142,10 +143,12 @@ final class SyncControlSocket: Sendable {
             case .failed(let error)?: send("failed " + error.description)
             case .held(let reason)?: send("held " + reason)
             case .storeFailed(let reason)?: send("failed " + reason)
+            case .blocked(let reason)?: send("failed sync is off: " + reason)
             case nil: send("failed the mount stopped")
             }
         case "status":
-            send(scheduler.statusLine ?? "")
+            let data = (try? JSONEncoder().encode(scheduler.live)) ?? Data("{}".utf8)
+            send(String(decoding: data, as: UTF8.self))
         case "wire":
             let data = (try? JSONEncoder().encode(transport.wireCounters)) ?? Data("{}".utf8)
             send(String(decoding: data, as: UTF8.self))

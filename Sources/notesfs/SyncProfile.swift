@@ -110,9 +110,4 @@ struct SyncProfile: Codable, Equatable {
         }
         return token
     }
-
-    /// What the store is bound to. The server does not name accounts to
-    /// clients, so the token's id stands for the account: a database synced
-    /// with one token refuses another (use a new profile for another account).
-    static func accountKey(_ token: AccessToken) -> String { "token:\(token.id)" }
 }

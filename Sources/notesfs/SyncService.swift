@@ -12,51 +12,46 @@ final class SyncService: Sendable {
     let socket: SyncControlSocket
     let log: MountLog
 
-    /// Binds the store to the profile's server and account (refusing another
-    /// account), sets the device name; everything that can fail clearly fails
-    /// here, before the mount reports ready.
-    static func prepare(location: DataLocation, store: NotesStore, log: MountLog) throws -> (SyncProfile, HTTPSyncTransport)? {
+    /// Records the profile's server in the store and sets the device name;
+    /// everything that can fail clearly fails here, before the mount reports
+    /// ready. Which account the token syncs as is settled by the engine at
+    /// its first contact with the server (an offline mount never waits for
+    /// it): another account's token blocks sync, not the mount.
+    static func prepare(location: DataLocation, store: NotesStore, log: MountLog) throws -> (
+        profile: SyncProfile, transport: HTTPSyncTransport, tokenID: String
+    )? {
         guard let profile = try SyncProfile.load(location) else { return nil }
         let url = try profile.serverURL()
         let token = try profile.token()
-        do {
-            try store.bindServer(url: url.absoluteString, accountID: SyncProfile.accountKey(token))
-        } catch {
-            // (A `catch .syncMismatch(let reason)` clause here crashes Swift
-            // 6.3.1's ownership verifier; the switch compiles.)
-            guard case .syncMismatch(let reason) = error else { throw error }
-            // The token file now holds another account's token. The notes stay
-            // reachable; sync waits for a rebind (status shows why).
-            log.warning("sync is off: \(reason)")
-            try store.recordSyncRun(succeeded: false, error: "sync is off: \(reason)")
-            return nil
-        }
+        try store.bindServer(url: url.absoluteString)
         let caFile = try profile.checkedCAFile()
         if let name = profile.deviceName, !name.isEmpty, try store.device().name != name {
             try store.setDeviceName(name)
         }
         log.info(
-            "sync: \(url.absoluteString) as device '\(try store.device().name)'"
+            "sync: \(url.absoluteString) as device '\(try store.device().name)' with token \(token.id)"
                 + (caFile.map { " trusting the certificates in \($0)" } ?? ""))
         return (
             profile,
-            HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id, caFile: caFile)
+            HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id, caFile: caFile),
+            token.id
         )
     }
 
-    init(location: DataLocation, store: NotesStore, transport: HTTPSyncTransport, mount: NotesMount, log: MountLog)
-        throws
-    {
+    init(
+        location: DataLocation, store: NotesStore, transport: HTTPSyncTransport, tokenID: String, mount: NotesMount,
+        log: MountLog
+    ) throws {
         self.transport = transport
         self.log = log
-        let engine = try SyncEngine(store: store, transport: transport)
+        let engine = try SyncEngine(store: store, transport: transport, tokenID: tokenID)
         let scheduler = SyncScheduler(
             engine: engine, store: store, transport: transport, log: { log.info($0) })
         self.scheduler = scheduler
         socket = try SyncControlSocket(
             path: SyncControlSocket.path(location), scheduler: scheduler, transport: transport, log: log)
         mount.hooks.onFileClosed { scheduler.fileClosed() }
-        mount.hooks.onStatus { scheduler.statusLine }
+        mount.hooks.onStatus { scheduler.live }
     }
 
     func start() {

@@ -23,14 +23,22 @@ struct UnmountCommand: Command {
         guard mount.fileSystemType.hasSuffix("notesfs") else {
             throw CommandError.failed("\(path) is not a notesfs mount (\(mount.fileSystemType))")
         }
+        try unmount(mount, lazy: arguments.has("--lazy"))
+        console.out("Unmounted \(path).")
+        return 0
+    }
+
+    /// Unmounts a notesfs mount and waits (a while) for its process to
+    /// close the database.
+    static func unmount(_ mount: MountTable.Mount, lazy: Bool) throws(CommandError) {
         let dataDirectory = mount.source.hasPrefix("notesfs:") ? String(mount.source.dropFirst(8)) : nil
         var command = ["fusermount3", "-u"]
-        if arguments.has("--lazy") { command.append("-z") }
-        command.append(path)
+        if lazy { command.append("-z") }
+        command.append(mount.mountpoint)
         let status = runProgram(command)
         guard status == 0 else {
-            throw CommandError.failed(
-                "could not unmount \(path) (is a file open in it, or a shell inside it?). "
+            throw .failed(
+                "could not unmount \(mount.mountpoint) (is a file open in it, or a shell inside it?). "
                     + "Close it and retry, or use --lazy.")
         }
         if let dataDirectory {
@@ -38,8 +46,6 @@ struct UnmountCommand: Command {
             let deadline = Date().addingTimeInterval(exitWaitSeconds)
             while isLocked(dataDirectory) && Date() < deadline { usleep(10_000) }
         }
-        console.out("Unmounted \(path).")
-        return 0
     }
 
     static func isLocked(_ dataDirectory: String) -> Bool {

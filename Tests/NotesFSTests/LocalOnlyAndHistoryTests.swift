@@ -67,7 +67,7 @@ struct LocalOnlyAndHistoryTests {
         let fixture = try MountFixture()
         defer { fixture.remove() }
         let out = try fixture.sh("echo x > a.md && cat .notesfs/status && cat .notesfs/status.json && cat .notesfs/pending")
-        #expect(out.contains("Notes: 1"))
+        #expect(out.contains("Offline notes folder: 1 note in 0 folders"), "\(out)")
         #expect(out.contains("\"notes\" : 1"))
         #expect(out.contains("/a.md"))
     }

@@ -170,13 +170,47 @@ import TestSupport
         }
     }
 
-    @Test func aRetryMakesTheSameConflictCopy() {
-        let change = ChangeID()
-        #expect(ConflictPolicy.conflictCopyID(for: change) == ConflictPolicy.conflictCopyID(for: change))
-        #expect(ConflictPolicy.conflictCopyID(for: change) != ConflictPolicy.conflictCopyID(for: ChangeID()))
-        // Pinned: a copy made before an upgrade and retried after it must keep its id.
-        let pinned = ChangeID(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)))
-        #expect(ConflictPolicy.conflictCopyID(for: pinned).description == "94da2a86-d709-8aea-ad82-1e702d936750")
+    @Test func eachNoteHasOneConflictCopyIDPerDevice() {
+        let (note, device) = (NoteID(), DeviceID())
+        let copy = ConflictPolicy.conflictCopyID(of: note, device: device)
+        #expect(copy == ConflictPolicy.conflictCopyID(of: note, device: device))
+        #expect(copy != ConflictPolicy.conflictCopyID(of: NoteID(), device: device))
+        #expect(copy != ConflictPolicy.conflictCopyID(of: note, device: DeviceID()))
+        #expect(copy != note)
+        // Pinned: every version must find the copy an earlier one made.
+        let pinnedNote = NoteID(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)))
+        let pinnedDevice = DeviceID(UUID(uuid: (16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)))
+        #expect(
+            ConflictPolicy.conflictCopyID(of: pinnedNote, device: pinnedDevice).description
+                == "d0301aa0-80a0-8353-ba42-00a23dfa8e43")
+    }
+
+    @Test(arguments: [
+        ("todo (conflicted copy laptop 2024-03-05).md", "todo.md"),
+        ("archive.tar (conflicted copy pc 2024-02-29).gz", "archive.tar.gz"),
+        (".bashrc (conflicted copy pc 1970-01-01)", ".bashrc"),
+        ("Plan (conflicted copy my (old) pc 2000-02-29)", "Plan"),
+        ("a (conflicted copy x 2000-01-01) (conflicted copy y 2000-01-02).md", "a (conflicted copy x 2000-01-01).md"),
+        ("todo.md", nil),
+        ("todo (conflicted copy laptop).md", nil),
+    ] as [(String, String?)])
+    func aConflictCopysTitleNamesItsNote(copy: String, original: String?) {
+        #expect(ConflictPolicy.originalTitle(ofConflictCopy: copy) == original)
+        #expect(ConflictPolicy.looksLikeConflictCopy(copy) == copy.contains(" (conflicted copy "))
+    }
+
+    @Test(arguments: [
+        // (old copy, new clash, updated copy): every line of both, shared lines once.
+        ("1\nmine\n3\n", "1\nmine again\n3\n", "1\nmine\nmine again\n3\n"),
+        ("a\nb\n", "a\nb\nc\n", "a\nb\nc\n"),
+        ("a\nb\nc\n", "a\nc\n", "a\nb\nc\n"),
+        ("x\n", "y\n", "x\ny\n"),
+        ("", "y\n", "y\n"),
+        ("a\r\nb", "a\r\nc", "a\r\nb\r\nc"),
+    ])
+    func aFurtherClashKeepsEveryLineOfTheCopy(old: String, new: String, expected: String) {
+        let updated = ConflictPolicy.updatedConflictCopy(old: Data(old.utf8), new: Data(new.utf8))
+        #expect(String(decoding: updated, as: UTF8.self) == expected)
     }
 
     @Test(arguments: [

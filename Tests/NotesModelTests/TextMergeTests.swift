@@ -21,6 +21,7 @@ import Testing
         ("a\nb\nc\n", "X\na\nb\nc\n", "a\nb\nc\nY\n", "X\na\nb\nc\nY\n"),
         // The same insertion at the same place, once.
         ("a\nb\nc\nd\n", "a\nX\nb\nc\nd\n", "a\nX\nb\nc\nY\n", "a\nX\nb\nc\nY\n"),
+        ("a\n", "a\nX\n", "a\nX\n", "a\nX\n"),
         // A deletion and an edit elsewhere.
         ("1\n2\n3\n4\n5\n", "1\n3\n4\n5\n", "1\n2\n3\nY\n5\n", "1\n3\nY\n5\n"),
         // Both delete the same line; one also edits another.
@@ -32,16 +33,6 @@ import Testing
         ("", "a\n", "", "a\n"),
         ("", "a\n", "a\n", "a\n"),
         ("a\n", "", "a\n", ""),
-        // No trailing newline: appending changes the last line, so it merges apart from the top.
-        ("a\nb", "a\nb\nc", "x\na\nb", "x\na\nb\nc"),
-        ("a\nb", "a\nb\n", "a\nb", "a\nb\n"),
-        // Appending after a last line with a newline, editing the first.
-        ("a\nb\n", "a\nb\nc\n", "X\nb\n", "X\nb\nc\n"),
-        // CRLF lines keep their endings.
-        (
-            "1\r\n2\r\n3\r\n4\r\n5\r\n", "1\r\nX\r\n3\r\n4\r\n5\r\n", "1\r\n2\r\n3\r\nY\r\n5\r\n",
-            "1\r\nX\r\n3\r\nY\r\n5\r\n"
-        ),
         // Repeated lines (blank lines, braces) still align.
         (
             "{\n\n}\n{\n\n}\n{\n\n}\n", "{\nA\n}\n{\n\n}\n{\n\n}\n", "{\n\n}\n{\n\n}\n{\nB\n}\n",
@@ -53,26 +44,89 @@ import Testing
         #expect(Self.merged(base, remote, local) == expected)
     }
 
-    @Test func linesBothSidesAppendedAreAllKeptTheRemoteSidesFirst() {
-        #expect(Self.merged("a\nb\n", "a\nb\nL1\nL2\n", "a\nb\nR\n") == "a\nb\nR\nL1\nL2\n")
-        #expect(Self.merged("a\nb\n", "a\nb\nR\n", "a\nb\nL1\nL2\n") == "a\nb\nL1\nL2\nR\n")
+    @Test(arguments: [
+        // Neighbouring lines changed.
+        ("1\n2\n3\n4\n", "1\nX\n3\n4\n", "1\n2\nY\n4\n", "1\nX\nY\n4\n"),
+        // The first and the last line of a two-line note.
+        ("a\nb\n", "A\nb\n", "a\nB\n", "A\nB\n"),
+        // A line deleted next to a changed one.
+        ("1\n2\n3\n4\n", "1\n3\n4\n", "1\n2\nY\n4\n", "1\nY\n4\n"),
+        // Two neighbouring lines deleted, one on each side.
+        ("1\n2\n3\n4\n", "1\n3\n4\n", "1\n2\n4\n", "1\n4\n"),
+        // Lines inserted just before a changed line, and just after one.
+        ("1\n2\n3\n", "1\nNEW\n2\n3\n", "1\nTWO\n3\n", "1\nNEW\nTWO\n3\n"),
+        ("1\n2\n3\n", "1\n2\nNEW\n3\n", "1\nTWO\n3\n", "1\nTWO\nNEW\n3\n"),
+        // A block of changed lines right above another block.
+        ("1\n2\n3\n4\n5\n6\n", "1\nA\nB\n4\n5\n6\n", "1\n2\n3\nC\nD\n6\n", "1\nA\nB\nC\nD\n6\n"),
+        // CRLF lines keep their endings.
+        ("1\r\n2\r\n3\r\n", "1\r\nX\r\n3\r\n", "1\r\n2\r\nY\r\n", "1\r\nX\r\nY\r\n"),
+    ])
+    func editsToAdjacentLinesMerge(base: String, local: String, remote: String, expected: String) {
+        #expect(Self.merged(base, local, remote) == expected)
+        #expect(Self.merged(base, remote, local) == expected)
+    }
+
+    @Test(arguments: [
+        // Both appended.
+        ("a\nb\n", "a\nb\nL1\nL2\n", "a\nb\nR\n", "a\nb\nR\nL1\nL2\n"),
+        ("a\nb\n", "a\nb\nR\n", "a\nb\nL1\nL2\n", "a\nb\nL1\nL2\nR\n"),
         // With an edit higher up on one side too.
-        #expect(Self.merged("a\nb\n", "A\nb\nL\n", "a\nb\nR\n") == "A\nb\nR\nL\n")
+        ("a\nb\n", "A\nb\nL\n", "a\nb\nR\n", "A\nb\nR\nL\n"),
+        // Both inserted different lines at the same place in the middle, and at the top.
+        ("a\nb\n", "a\nL\nb\n", "a\nR\nb\n", "a\nR\nL\nb\n"),
+        ("a\nb\n", "L\na\nb\n", "R\na\nb\n", "R\nL\na\nb\n"),
+        // Both wrote into an empty note (the base is known to be empty).
+        ("", "L\n", "R\n", "R\nL\n"),
+        // Appends in CRLF.
+        ("a\r\n", "a\r\nL\r\n", "a\r\nR\r\n", "a\r\nR\r\nL\r\n"),
+        // Lines the other side's append repeats are kept twice: each side's block is kept whole.
+        ("a\n", "a\nx\ny\n", "a\nx\n", "a\nx\nx\ny\n"),
+    ])
+    func insertsAtTheSamePointAreAllKeptTheServersFirst(
+        base: String, local: String, remote: String, expected: String
+    ) {
+        #expect(Self.merged(base, local, remote) == expected)
+    }
+
+    @Test(arguments: [
+        // Base without a final newline, both append without one: one line ending
+        // joins the server's lines to ours, as the appends themselves did.
+        ("a\nb", "a\nb\nc", "a\nb\nd", "a\nb\nd\nc"),
+        ("a\r\nb", "a\r\nb\r\nc", "a\r\nb\r\nd", "a\r\nb\r\nd\r\nc"),
+        // The server's append has no final newline, ours has: its last line
+        // gets one (the text's own ending) so the lines stay apart.
+        ("a\n", "a\nc\n", "a\nd", "a\nd\nc\n"),
+        ("a\r\n", "a\r\nc\r\n", "a\r\nd", "a\r\nd\r\nc\r\n"),
+        // Ours has none: the merge ends without one too.
+        ("a\n", "a\nc", "a\nd\n", "a\nd\nc"),
+        // Appending to a last line without a newline, editing the first line.
+        ("a\nb", "a\nb\nc", "x\nb", "x\nb\nc"),
+        ("a\nb", "a\nb\nc", "x\na\nb", "x\na\nb\nc"),
+        // Changing the last line (no newline) next to an append after it.
+        ("a\nb", "a\nB", "a\nb\nc", "a\nB\nc"),
+        // Only a final newline added, an edit elsewhere: both kept.
+        ("a\nb", "a\nb\n", "A\nb", "A\nb\n"),
+        // The final newline taken off, an edit elsewhere: both kept.
+        ("a\nb\n", "a\nb", "A\nb\n", "A\nb"),
+        // The last line deleted on one side: the text ends as that side's does.
+        ("a\nb", "a", "A\nb", "A"),
+        ("a\nb", "a\n", "A\nb", "A\n"),
+    ])
+    func aMissingFinalNewlineStaysMissing(base: String, local: String, remote: String, expected: String) {
+        #expect(Self.merged(base, local, remote) == expected)
     }
 
     @Test(arguments: [
         // Overlapping different changes.
         ("1\n2\n3\n", "1\nX\n3\n", "1\nY\n3\n"),
-        // Different insertions at the same place.
-        ("a\nb\n", "a\nX\nb\n", "a\nY\nb\n"),
         // A deletion against an edit of the same line.
         ("1\n2\n3\n", "1\n3\n", "1\nY\n3\n"),
-        // Changes to neighbouring lines: diff3 cannot tell them apart safely.
-        ("1\n2\n3\n4\n", "1\nX\n3\n4\n", "1\n2\nY\n4\n"),
-        // Both made a file from nothing, differently.
-        ("", "a\n", "b\n"),
-        // Both appended different lines to a file without a final newline.
-        ("a\nb", "a\nb\nc", "a\nb\nd"),
+        // Changed ranges that share a line.
+        ("1\n2\n3\n4\n", "1\nX\nX\n4\n", "1\n2\nY\nY\n"),
+        // An insert between two lines the other side replaced.
+        ("1\n2\n3\n4\n", "1\nX\n4\n", "1\n2\nNEW\n3\n4\n"),
+        // The last line (no final newline) changed differently.
+        ("a\nb", "a\nc", "a\nd"),
         // One side changed every line ending, the other one line.
         ("1\n2\n3\n", "1\r\n2\r\n3\r\n", "1\n2\nY\n"),
     ])
@@ -81,12 +135,36 @@ import Testing
         #expect(Self.merged(base, remote, local) == nil)
     }
 
+    @Test func withoutABaseTwoDifferentTextsMakeAConflictCopyNotADoubledNote() {
+        let local = NoteContent(title: "n", body: Data("shared\nmine\n".utf8), folderID: nil)
+        let remote = NoteContent(title: "n", body: Data("shared\ntheirs\n".utf8), folderID: nil)
+        let outcome = ConflictPolicy.mergeNote(base: nil, local: local, remote: remote)
+        #expect(outcome == NoteMergeOutcome(result: remote, conflictCopy: local))
+    }
+
     @Test func bytesThatAreNotUTF8MergeToo() {
         let base = Data([0xFF, 0x0A, 0x80, 0x81, 0x0A, 0x00, 0x0A, 0xC3, 0x0A, 0xFE, 0x0A])
         let local = Data([0xFF, 0x0A, 0x01, 0x0A, 0x00, 0x0A, 0xC3, 0x0A, 0xFE, 0x0A])
         let remote = Data([0xFF, 0x0A, 0x80, 0x81, 0x0A, 0x00, 0x0A, 0xC3, 0x0A, 0xFD, 0xFD])
         let expected = Data([0xFF, 0x0A, 0x01, 0x0A, 0x00, 0x0A, 0xC3, 0x0A, 0xFD, 0xFD])
         #expect(TextMerge.merge(base: base, local: local, remote: remote) == .merged(expected))
+        // Appends of invalid UTF-8 on both sides, and edits of neighbouring lines.
+        let appendedLocal = base + Data([0xC0, 0xAF, 0x0A])
+        let appendedRemote = base + Data([0xED, 0xA0, 0x80, 0x0A])
+        #expect(
+            TextMerge.merge(base: base, local: appendedLocal, remote: appendedRemote)
+                == .merged(base + Data([0xED, 0xA0, 0x80, 0x0A, 0xC0, 0xAF, 0x0A])))
+        let neighbour = Data([0xFF, 0x0A, 0x80, 0x81, 0x0A, 0x00, 0xFE, 0x0A, 0xC3, 0x0A, 0xFE, 0x0A])
+        #expect(
+            TextMerge.merge(base: base, local: local, remote: neighbour)
+                == .merged(Data([0xFF, 0x0A, 0x01, 0x0A, 0x00, 0xFE, 0x0A, 0xC3, 0x0A, 0xFE, 0x0A])))
+        // Without a final newline, bytes that are not UTF-8 still get the text's own line ending.
+        let unterminated = Data([0xFF, 0x0D, 0x0A, 0x80])
+        #expect(
+            TextMerge.merge(
+                base: unterminated, local: unterminated + Data([0x0D, 0x0A, 0xC3]),
+                remote: unterminated + Data([0x0D, 0x0A, 0xFE]))
+                == .merged(unterminated + Data([0x0D, 0x0A, 0xFE, 0x0D, 0x0A, 0xC3])))
     }
 
     @Test func mergingSlicedDataWorks() {

@@ -74,6 +74,33 @@ import Testing
         #expect(try outboxOps(fixture) == ["note:put"])
     }
 
+    @Test func aNewLocalFileNeverInheritsTheInodeNumberOfAnUnlinkedOne() throws {
+        // vim saves a.md (its backup becomes the newest local file, then goes),
+        // then a temp file saved over b.md: the temp file takes the backup's
+        // row number again, and must not take its inode number, which a
+        // descriptor opened on a.md before the save still holds.
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let a = try store.createNote(in: .root, title: "a.md", body: Data(utf8: "a1\n"))
+        let b = try store.createNote(in: .root, title: "b.md", body: Data(utf8: "b1\n"))
+        try syncEverything(store)
+        let heldByAnOldDescriptor = try store.inode(for: .note(a))
+        let backup = try store.rename(from: .root, name: "a.md", to: .root, newName: "a.md~")
+        #expect(try store.entryRef(forInode: heldByAnOldDescriptor) == backup.entry.ref)
+        let fresh = try store.createFile(in: .root, name: "a.md")
+        try store.write(fresh.ref, offset: 0, bytes: Data(utf8: "a1\na2\n"))
+        try store.removeFile(in: .root, name: "a.md~")
+        let temp = try store.createFile(in: .root, name: ".b.md.tmp1")
+        #expect(temp.ref == backup.entry.ref, "the row number is reused, which is what makes this case")
+        #expect(try store.inode(for: temp.ref) != heldByAnOldDescriptor)
+        try store.write(temp.ref, offset: 0, bytes: Data(utf8: "b1\nb2\n"))
+        _ = try store.rename(from: .root, name: ".b.md.tmp1", to: .root, newName: "b.md")
+        #expect(try store.entryRef(forInode: heldByAnOldDescriptor) != .note(b))
+        #expect(try store.inode(for: .note(b)) != heldByAnOldDescriptor)
+        #expect(try store.contents(of: .note(b)) == Data(utf8: "b1\nb2\n"))
+    }
+
     @Test func movingANoteIntoAHiddenDirectoryAndBackRevivesIt() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
@@ -337,7 +364,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 9)
     }
 
     /// Turns a current (v6) database back into the v5 layout: no local
@@ -396,7 +423,7 @@ import Testing
         try Self.downgradeToVersion4(path)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 9)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.search("old").map(\.noteID) == [id])
         try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
@@ -405,10 +432,113 @@ import Testing
         #expect(try store.search("old").map(\.noteID) == [id])
     }
 
-    /// Turns a current (v7) database back into the v6 layout: local-only
+    /// Turns a current (v9) database back into the v8 layout: the search
+    /// index unstemmed and external-content (`content='notes'`), every body
+    /// indexed as stored (binary ones too), no title index or `fts_binary`,
+    /// and the v5 search triggers; the index is left fully built, as v8 left it.
+    static func downgradeToVersion8(_ path: String) throws {
+        let old = NotesStore.noteBodySQL(of: "old")
+        let db = try Connection(path: path)
+        try db.execute(
+            """
+            DROP TRIGGER notes_fts_update; DROP TRIGGER notes_unchunk; DROP TRIGGER notes_fts_delete;
+            DROP TABLE notes_fts; DROP TABLE notes_title_fts; DROP TABLE fts_binary;
+            CREATE VIRTUAL TABLE notes_fts USING fts5(
+                title, body, content = 'notes', content_rowid = 'seq',
+                tokenize = 'unicode61 remove_diacritics 2'
+            );
+            CREATE TRIGGER notes_fts_update AFTER UPDATE OF title, body, deleted ON notes
+            WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.deleted IS NOT new.deleted
+            BEGIN
+                INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                    SELECT 'delete', old.seq, old.title, \(old)
+                    WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+                INSERT OR IGNORE INTO fts_pending(seq) VALUES (new.seq);
+            END;
+            CREATE TRIGGER notes_unchunk AFTER UPDATE OF body ON notes
+            WHEN old.chunk_bytes > 0 AND new.chunk_bytes > 0
+            BEGIN
+                INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                    SELECT 'delete', old.seq, old.title, \(old)
+                    WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+                INSERT OR IGNORE INTO fts_pending(seq) VALUES (new.seq);
+                DELETE FROM note_chunks WHERE note_seq = new.seq;
+                UPDATE notes SET chunk_bytes = 0, body_size = length(CAST(new.body AS BLOB)) WHERE seq = new.seq;
+            END;
+            CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+                INSERT INTO notes_fts(notes_fts, rowid, title, body)
+                    SELECT 'delete', old.seq, old.title, \(old)
+                    WHERE old.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = old.seq);
+                DELETE FROM fts_pending WHERE seq = old.seq;
+                DELETE FROM note_chunks WHERE note_seq = old.seq;
+            END;
+            DELETE FROM fts_pending;
+            INSERT INTO notes_fts(rowid, title, body)
+                SELECT n.seq, n.title, \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE n.deleted = 0;
+            PRAGMA user_version = 8;
+            """)
+    }
+
+    @Test func aVersion8DatabaseIsMigratedToAStemmedIndexThatSkipsBinaryBodies() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("notes.sqlite")
+        var configuration = StoreConfiguration()
+        configuration.chunkedBodyThresholdBytes = 64
+        configuration.bodyChunkBytes = 16
+        let pancakes: NoteID, crepes: NoteID, png: NoteID, large: NoteID
+        do {
+            let store = try NotesStore(path: path, configuration: configuration)
+            pancakes = try store.createNote(in: .root, title: "Pancakes.md", body: Data(utf8: "flour and milk\n"))
+            crepes = try store.createNote(in: .root, title: "dessert.md", body: Data(utf8: "Crêpes Suzette\n"))
+            png = try store.createNote(in: .root, title: "logo.png", body: SearchTests.png + Data(utf8: " pancake"))
+            let file = try store.createFile(in: .root, name: "long.txt")
+            try store.write(file.ref, offset: 0, bytes: Data(utf8: String(repeating: "kangaroos jumping\n", count: 8)))
+            guard case .note(let id) = file.ref else { throw StoreError.notFound("long.txt as a note") }
+            large = id
+            try store.flushSearchIndex()
+        }
+        try Self.downgradeToVersion8(path)
+        let old = try Connection(path: path)
+        #expect(try old.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH 'pancake'") { $0.int64(0) }.count == 1)
+        #expect(try old.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH 'ihdr'") { $0.int64(0) }.count == 1)
+
+        let store = try NotesStore(path: path, configuration: configuration)
+        #expect(try Connection(path: path).userVersion == 9)
+        #expect(try store.integrityCheck() == ["ok"])
+        #expect(try store.searchIndexIsStale())
+        // The PNG's title matches; the bytes of its body are not indexed.
+        #expect(Set(try store.search("pancake").map(\.noteID)) == [pancakes])
+        #expect(try store.search("ihdr").isEmpty)
+        #expect(try store.search("logo").map(\.noteID) == [png])
+        #expect(try store.search("crepe").map(\.noteID) == [crepes])
+        #expect(try store.search("kangaroo jump").map(\.noteID) == [large])
+        // Edits after the migration keep the index consistent with the chunks.
+        try store.write(.note(large), offset: 0, bytes: Data(utf8: "wallabies"))
+        #expect(try store.search("kangaroo").map(\.noteID) == [large])
+        #expect(try store.search("wallaby").map(\.noteID) == [large])
+        try store.replaceBody(of: large, with: Data(utf8: "emus only\n"))
+        #expect(try store.search("kangaroo").isEmpty)
+        #expect(try store.search("emu").map(\.noteID) == [large])
+        try SearchIndexTests.expectIndexMatchesContent(store, path)
+    }
+
+    /// Turns a v8 database back into the v7 layout: the binding
+    /// in `account_id` alone (`token:<id>` then), no `account_token_id`.
+    static func downgradeToVersion7(_ path: String) throws {
+        try downgradeToVersion8(path)
+        try Connection(path: path).execute(
+            """
+            UPDATE sync_state SET account_id = 'token:' || account_token_id WHERE account_token_id IS NOT NULL;
+            ALTER TABLE sync_state DROP COLUMN account_token_id; PRAGMA user_version = 7;
+            """)
+    }
+
+    /// Turns a v7 database back into the v6 layout: local-only
     /// files' bytes in `local_entries.data` (call it before any file has a
     /// backing file), no `file` or `size` column.
     static func downgradeToVersion6(_ path: String) throws {
+        try downgradeToVersion7(path)
         try Connection(path: path).execute(
             "ALTER TABLE local_entries DROP COLUMN file; ALTER TABLE local_entries DROP COLUMN size; PRAGMA user_version = 6")
     }
@@ -450,7 +580,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 9)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -477,7 +607,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 7)
+        #expect(try Connection(path: path).userVersion == 9)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -509,7 +639,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 7)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 9)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }

@@ -97,4 +97,47 @@ import Testing
         #expect(entry.name.contains("(\(reason.words) "))
         #expect(try store.historyEntry(named: entry.name)?.seq == entry.seq)
     }
+
+    @Test func aGoneNoteIsRestoredIntoItsOwnFolderMadeAgainIfItIsGoneToo() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let projects = try store.makeFolders(path: ["Work", "Projects"])
+        let id = try store.createNote(in: projects, title: "plan.md", body: Data(utf8: "precious plan\n"))
+        try store.truncate(.note(id), to: 0)
+        let entry = try #require(try store.history(for: id).first)
+        #expect(entry.path == "Work/Projects/plan.md")
+        // The note is gone, its folder is not: back into that folder.
+        try store.removeFile(in: projects, name: "plan.md")
+        let back = try store.restore(historyEntry: entry.seq)
+        #expect(back != id)
+        #expect(try store.path(of: .note(back)) == "/Work/Projects/plan.md")
+        #expect(try store.contents(of: .note(back)) == Data(utf8: "precious plan\n"))
+        // The note and its folder are gone: the folder is made again.
+        try store.removeFile(in: projects, name: "plan.md")
+        let work = try #require(try store.lookup(in: .root, name: "Work")?.ref.directory)
+        try store.removeDirectory(in: work, name: "Projects")
+        #expect(try store.lookup(in: work, name: "Projects") == nil)
+        let again = try store.restore(historyEntry: entry.seq)
+        #expect(try store.path(of: .note(again)) == "/Work/Projects/plan.md")
+        // A live note takes the text where it is now.
+        try store.truncate(.note(again), to: 0)
+        let kept = try #require(try store.history(for: again).first)
+        let archive = try store.makeFolders(path: ["Archive"])
+        let projectsAgain = try #require(try store.lookup(in: work, name: "Projects")?.ref.directory)
+        _ = try store.rename(from: projectsAgain, name: "plan.md", to: archive, newName: "plan.md")
+        #expect(try store.restore(historyEntry: kept.seq) == again)
+        #expect(try store.path(of: .note(again)) == "/Archive/plan.md")
+        #expect(try store.contents(of: .note(again)) == Data(utf8: "precious plan\n"))
+    }
+
+    @Test func anEntryShowsWhenItWasKeptInLocalTime() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let id = try fixture.store.createNote(in: .root, title: "a.md", body: Data(utf8: "text\n"))
+        try fixture.store.truncate(.note(id), to: 0)
+        let entry = try #require(try fixture.store.history(for: id).first)
+        #expect(entry.savedAtText.count == 19)
+        #expect(entry.name.contains(entry.savedAtText.replacingOccurrences(of: ":", with: ".")))
+    }
 }

@@ -155,23 +155,42 @@ import Testing
         defer { clocked.fixture.remove() }
         let store = clocked.store
         let (id, view) = try syncedNote(store, "1\n2\n3\n")
-        try pull(store, id, "1\n2\n3\n6\n")
+        try pull(store, id, "ONE\n2\n3\n")
         // A program that had not seen the pull rewrites the note: it clashes.
         #expect(try store.truncate(.note(id), to: 0, view: view))
-        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "1\n2\n7\n"), append: false, view: view)
-        #expect(try text(store, id) == "1\n2\n3\n6\n")
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "uno\n2\n3\n"), append: false, view: view)
+        #expect(try text(store, id) == "ONE\n2\n3\n")
         // Within the second another program, which read the note as it is
         // now, saves it too (without open requests the mount cannot tell the
         // two programs apart, so this save joins the first).
         clocked.advance(milliseconds: 100)
         let current = store.kernelViewGeneration
         _ = try store.truncate(.note(id), to: 0, view: current)
-        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "1\n2\n3\n6\n8\n"), append: false, view: current)
-        // (Both appended after "3": both appends are kept, the pulled one first.)
-        #expect(try text(store, id) == "1\n2\n3\n6\n6\n8\n")
-        // The first program's lines stay in its conflict copy.
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "ONE\n2\n3\n8\n"), append: false, view: current)
+        #expect(try text(store, id) == "ONE\n2\n3\n8\n")
+        // The first program's lines stay in the conflict copy.
         let copies = try store.list(directory: .root, afterCookie: 0, limit: 10).filter { $0.ref != .note(id) }
-        #expect(try copies.map { try store.contents(of: $0.ref) } == [Data(utf8: "1\n2\n7\n")])
+        #expect(try copies.map { try store.contents(of: $0.ref) } == [Data(utf8: "uno\n2\n3\n")])
+    }
+
+    @Test func aStaleSaveThatClashesAgainLaterUpdatesTheOneConflictCopy() throws {
+        let clocked = try Clocked()
+        defer { clocked.fixture.remove() }
+        let store = clocked.store
+        let (id, view) = try syncedNote(store, "1\n2\n3\n")
+        try pull(store, id, "ONE\n2\n3\n")
+        #expect(try store.truncate(.note(id), to: 0, view: view))
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "uno\n2\n3\n"), append: false, view: view)
+        // Much later, another pull and another stale save of the same line.
+        clocked.advance(milliseconds: 5_000)
+        let later = store.kernelViewGeneration
+        try pull(store, id, "EINS\n2\n3\n", version: 3)
+        #expect(try store.truncate(.note(id), to: 0, view: later))
+        _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "un\n2\n3\n"), append: false, view: later)
+        #expect(try text(store, id) == "EINS\n2\n3\n")
+        let copies = try store.list(directory: .root, afterCookie: 0, limit: 10).filter { $0.ref != .note(id) }
+        #expect(copies.count == 1)
+        #expect(try copies.map { try store.contents(of: $0.ref) } == [Data(utf8: "uno\nun\n2\n3\n")])
     }
 
     @Test func aWriteThroughAViewFromBeforeAPulledDeletionAndRevivalIsMerged() throws {

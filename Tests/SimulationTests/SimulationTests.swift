@@ -105,6 +105,16 @@ import Testing
         #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("dirty local text") })
     }
 
+    @Test func aMergeThatKeepsOnlyOneOfTwoAppendsIsCaughtAsLostText() async throws {
+        let caught = try #require(await Self.firstCatch(.mergeKeepsOneOfTwoAppends, within: 1...30))
+        #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
+    }
+
+    @Test func aConflictCopyPerClashIsCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.copyPerClash, within: 1...30))
+        #expect(caught.violations.contains { $0.contains("copy from this device") || $0.contains("one per note and device") })
+    }
+
     @Test func aPullOverDirtyTextIsCaughtAsItHappens() async throws {
         let caught = try #require(await Self.firstCatch(.pullOverDirty, within: 1...12))
         #expect(caught.violations.contains { $0.contains("removed dirty local text") })

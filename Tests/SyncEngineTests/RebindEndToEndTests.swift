@@ -53,7 +53,7 @@ import Testing
         #expect(a.names().sorted() == ["Work", "one.md"])
     }
 
-    @Test func aMountWithoutFlagsIsNotRefusedWhenTheTokenFileNowHoldsAnotherAccount() throws {
+    @Test func aTokenFileNowHoldingAnotherAccountMountsOfflineAndBlocksSyncOnceTheServerAnswers() throws {
         let cluster = try SyncCluster(mounts: 1)
         defer { cluster.remove() }
         let a = cluster.mounts[0]
@@ -65,7 +65,23 @@ import Testing
         cluster.server.stop()
         try a.mount()
         #expect(a.text("kept.md") == "kept\n")
+        _ = try cluster.shell(a, "echo typed > typed.md")
+        #expect((a.text(".notesfs/status") ?? "").contains("cannot reach the server"))
+
+        // The server answers: it names bob's account, so nothing moves and
+        // status says why and what to do.
+        try cluster.server.start()
+        let blocked = try cluster.notesfs(["sync", "--wait", "--data", a.dataDirectory])
+        #expect(blocked.status == 1)
+        #expect(blocked.standardError.contains("sync is off"), "\(blocked.standardError)")
         let status = a.text(".notesfs/status") ?? ""
-        #expect(status.contains("notesfs sync --rebind"), "\(status)")
+        #expect(status.contains("sync is off: the token in use belongs to another account"), "\(status)")
+        #expect(status.contains("notesfs sync --rebind") && status.contains("--profile"), "\(status)")
+        #expect(a.text("typed.md") == "typed\n", "the mount works on")
+        #expect(try cluster.serverCounter() == 1, "nothing reached alice's account")
+        let listing = try cluster.notesfs(["account", "list", "--data", cluster.server.dataDirectory]).standardOutput
+        let bob = listing.split(separator: "\n").first { $0.hasPrefix("bob ") }.map { $0.split(separator: " ") }
+        #expect(bob.map { $0.count > 3 ? $0[3] : "" } == "0", "nothing reached bob's account: \(listing)")
+        #expect((try? String(contentsOfFile: a.logPath, encoding: .utf8))?.contains("sync is off") == true)
     }
 }

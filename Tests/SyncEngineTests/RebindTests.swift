@@ -31,21 +31,25 @@ import Testing
         let gone = try a.store.createNote(in: .root, title: "gone.md", body: Data("g\n".utf8))
         try await world.syncToQuiet([a])
         try a.store.removeFile(in: .root, name: "gone.md")
-        try a.store.bindServer(url: "http://old", accountID: "token:old")
+        try a.store.bindServer(url: "http://old")
+        #expect(try a.store.accountBinding().account != nil, "the sync named the account")
 
-        let report = try a.store.rebindServer(url: "http://new", accountID: "token:new")
+        let report = try a.store.rebindServer(url: "http://new", tokenID: "new")
         #expect(report == { var r = RebindReport(); r.notes = 1; r.folders = 1; return r }())
         let state = try a.store.syncState()
-        #expect(state.serverURL == "http://new" && state.accountID == "token:new" && state.cursor == nil)
+        #expect(state.serverURL == "http://new" && state.accountID == nil && state.cursor == nil)
+        #expect(try a.store.accountBinding() == AccountBinding(account: nil, tokenID: "new"))
         #expect(try a.store.knownServerVersions().isEmpty)
         let queued = try a.store.freezeBatch(maxCount: 100, maxBytes: 1 << 20)
         #expect(queued.count == 2)
         #expect(queued.allSatisfy { $0.baseVersion == nil && !$0.isDelete })
         #expect(Set(queued.map(\.entityID)).contains(note.description))
         #expect(!queued.map(\.entityID).contains(gone.description), "a local tombstone has nothing to tell")
-        // The same account may now bind; the old one is refused.
-        try a.store.bindServer(url: "http://new", accountID: "token:new")
-        #expect(throws: StoreError.self) { try a.store.bindServer(url: "http://old", accountID: "token:old") }
+        // The new token's first answer names the account; another token of
+        // another account is refused after that.
+        try a.store.confirmAccount(serverAccount: "account:k2", tokenID: "new")
+        try a.store.confirmAccount(serverAccount: "account:k2", tokenID: "second-of-k2")
+        #expect(throws: StoreError.self) { try a.store.confirmAccount(serverAccount: "account:k1", tokenID: "old") }
     }
 
     @Test func rebindingToAServerThatHoldsSomeOfTheSameNotesMergesThemWithoutDuplicates() async throws {
@@ -59,14 +63,14 @@ import Testing
         try b.store.replaceBody(of: shared, with: Data("one\ntwo\nfrom b\n".utf8))
         let second = try await SyncWorld()
         defer { second.remove() }
-        try b.store.rebindServer(url: "http://second", accountID: "token:second")
+        try b.store.rebindServer(url: "http://second", tokenID: nil)
         let b2 = try attach(b, to: second)
         #expect(await b2.engine.sync().succeeded)
         // a adds to its own note offline, then moves too. The second server's
         // rows share no known ancestor with a's (bases are forgotten on a
         // rebind), so a side holding every line of the other wins.
         try a.store.replaceBody(of: onlyA, with: Data("a\nmore\n".utf8))
-        try a.store.rebindServer(url: "http://second", accountID: "token:second")
+        try a.store.rebindServer(url: "http://second", tokenID: nil)
         let a2 = try attach(a, to: second)
         try await second.syncToQuiet([a2, b2])
 
@@ -102,7 +106,7 @@ import Testing
         // deletions are confirmed: they came from the old server.
         let fresh = try await SyncWorld()
         defer { fresh.remove() }
-        _ = try b.store.rebindServer(url: "http://new", accountID: "token:new")
+        _ = try b.store.rebindServer(url: "http://new", tokenID: nil)
         let moved = try attach(b, to: fresh)
         // The guard still holds (its window spans the move); the notes go out.
         _ = await moved.engine.sync()

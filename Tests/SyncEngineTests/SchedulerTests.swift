@@ -73,6 +73,18 @@ final class CountingTransport: SyncTransport {
         #expect(starting.line == "Syncing: 0 of ~10 notes received, 0 sent")
     }
 
+    @Test func statusSeesARunThatLastsOverASecondWithItsTotalAndTheNextRetry() {
+        let progress = SyncScheduler.Progress(
+            running: true, pulled: 1_234, pushed: 2, elapsedSeconds: 2, remainingEstimate: 8_766)
+        #expect(
+            progress.live(retry: nil)
+                == LiveSync(running: true, received: 1_234, sent: 2, expectedTotal: 10_000, elapsedSeconds: 2))
+        let brief = SyncScheduler.Progress(running: true, pulled: 5, pushed: 0, elapsedSeconds: 0.5)
+        #expect(brief.live(retry: nil) == LiveSync(running: false))
+        #expect(SyncScheduler.Progress().live(retry: "Next sync attempt in about 4 s (offline)")
+            == LiveSync(running: false, retry: "Next sync attempt in about 4 s (offline)"))
+    }
+
     @Test func aStreamOfWritesIsOnePush() async throws {
         let world = try await SyncWorld()
         defer { world.remove() }
@@ -139,7 +151,8 @@ final class CountingTransport: SyncTransport {
         #expect(try device.store.status().pendingCount == 0)
         #expect(await scheduler.completedRuns >= 2, "at least one failed run, then the one that worked")
         #expect(await scheduler.lastRunOutcome == .succeeded)
-        #expect(scheduler.statusLine == nil)
+        #expect(scheduler.live.retry == nil)
+        #expect(!scheduler.live.running)
         await scheduler.stop()
     }
 }

@@ -106,6 +106,77 @@ import TestSupport
         #expect(waited < .seconds(25), "the parked poll ended \(waited) after the revocation")
     }
 
+    /// Parked long polls on the server now (`notesfs_long_polls_held`).
+    static func parkedPolls(port: UInt16) async throws -> Int {
+        try await onThread {
+            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+            connection.write(RawHTTPConnection.requestBytes(method: "GET", target: Endpoint.metrics, headers: [:], body: Data()))
+            let text = String(decoding: try connection.readResponse().body, as: UTF8.self)
+            let line = text.split(separator: "\n").first { $0.hasPrefix("notesfs_long_polls_held ") }
+            return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        }
+    }
+
+    /// A long poll of `token` from the start of the feed, on its own connection.
+    static func longPoll(port: UInt16, token: String) -> Task<(status: Int, body: String), any Error> {
+        Task {
+            try await onThread { () -> (status: Int, body: String) in
+                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 40)
+                connection.write(
+                    RawHTTPConnection.requestBytes(
+                        method: "GET", target: Endpoint.changes + "?wait=30",
+                        headers: ["Authorization": "Bearer \(token)"], body: Data()))
+                let reply = try connection.readResponse()
+                return (reply.status, String(decoding: reply.body, as: UTF8.self))
+            }
+        }
+    }
+
+    /// `account revoke NAME --token ID` during parked polls: the revoked
+    /// token's poll ends with 401, the other token's poll parks on and still
+    /// gets the account's next change.
+    @Test func revokingOneTokenEndsOnlyItsParkedLongPollWith401() async throws {
+        guard !Self.binaryMissing, let binary = MountFixture.binaryPath else { return }
+        let running = try Running()
+        defer { running.stop() }
+        let port = running.server.port
+        let secondPath = running.directory.file("second.token")
+        try running.server.addAccount("alice", tokenPath: secondPath)
+        let second = try String(contentsOfFile: secondPath, encoding: .utf8)
+            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { AccessToken(text: $0) != nil } ?? ""
+        let firstID = try #require(AccessToken(text: running.token)).id
+
+        let revokedPoll = Self.longPoll(port: port, token: running.token)
+        for _ in 0..<500 where try await Self.parkedPolls(port: port) < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        // Started later, so it would end later if nothing woke the first.
+        try await Task.sleep(for: .seconds(1))
+        let livePoll = Self.longPoll(port: port, token: second)
+        for _ in 0..<500 where try await Self.parkedPolls(port: port) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await Self.parkedPolls(port: port) == 2)
+
+        let revoke = try MountFixture.run(
+            [binary, "account", "revoke", "alice", "--token", firstID, "--data", running.server.dataDirectory])
+        #expect(revoke.status == 0, "\(revoke.standardError)")
+        let revoked = try await revokedPoll.value
+        #expect(revoked.status == 401)
+        #expect(!revoked.body.contains("after-revoke"))
+
+        let push = try WireCoding.encoder().encode(
+            PushRequest(device: DeviceID(), changes: [Make.note(title: "after-revoke", body: "new text\n")]))
+        let pushed = try await onThread {
+            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+            connection.write(
+                RawHTTPConnection.requestBytes(
+                    method: "POST", target: Endpoint.push, headers: ["Authorization": "Bearer \(second)"], body: push))
+            return try connection.readResponse().status
+        }
+        #expect(pushed == 200)
+        let live = try await livePoll.value
+        #expect(live.status == 200)
+        #expect(live.body.contains("after-revoke"), "the other token's poll was still parked: \(live.body.prefix(300))")
+    }
+
     @Test func bodiesSentWithoutALiveTokenAreNeverRead() async throws {
         guard !Self.binaryMissing else { return }
         let running = try Running()

@@ -35,6 +35,66 @@ import Testing
         return results
     }
 
+    /// A schema of `components.schemas`: its documented properties and the required ones.
+    static func documentedSchema(_ name: String) throws -> (properties: Set<String>, required: Set<String>) {
+        let text = try String(contentsOfFile: documentPath, encoding: .utf8)
+        var inSchema = false
+        var inProperties = false
+        var properties = Set<String>()
+        var required = Set<String>()
+        for line in text.components(separatedBy: "\n") {
+            let indent = line.prefix(while: { $0 == " " }).count
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else { continue }
+            if indent <= 4 { inSchema = indent == 4 && trimmed == "\(name):"; inProperties = false; continue }
+            guard inSchema else { continue }
+            if indent == 6 {
+                inProperties = trimmed == "properties:"
+                if trimmed.hasPrefix("required: ["), trimmed.hasSuffix("]") {
+                    let list = trimmed.dropFirst("required: [".count).dropLast()
+                    required = Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+                }
+                continue
+            }
+            if inProperties, indent == 8, let colon = trimmed.firstIndex(of: ":") {
+                properties.insert(String(trimmed[..<colon]))
+            }
+        }
+        return (properties, required)
+    }
+
+    /// The top-level keys of a JSON object reply.
+    static func keys(_ reply: Reply) -> Set<String> {
+        guard let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any] else { return [] }
+        return Set(object.keys)
+    }
+
+    @Test(arguments: [
+        ("GET", Endpoint.changes, "ChangesPage"), ("GET", Endpoint.index, "IndexPage"),
+        ("POST", Endpoint.push, "PushResponse"),
+    ])
+    func everyFieldOfAnAnswerIsDocumentedAndEveryRequiredOneIsSent(method: String, path: String, schema: String)
+        async throws
+    {
+        let documented = try Self.documentedSchema(schema)
+        #expect(documented.required.contains("account"), "\(schema) documents its account key")
+        for factory in StoreFactory.all {
+            let h = try Harness(factory, .http)
+            let token = try await h.account()
+            _ = try await h.push(Make.note(), token: token)
+            let push = try WireCoding.encoder().encode(PushRequest(device: DeviceID(), changes: [Make.note()]))
+            let reply =
+                method == "POST"
+                ? try await h.send(method, path, token: token, body: push)
+                : try await h.send(method, path, token: token, query: ["limit": "1"])
+            #expect(reply.status == 200)
+            let keys = Self.keys(reply)
+            #expect(keys.isSubset(of: documented.properties), "\(schema) sends undocumented fields: \(keys.subtracting(documented.properties))")
+            #expect(documented.required.isSubset(of: keys), "\(schema) lacks required fields: \(documented.required.subtracting(keys))")
+            await h.close()
+        }
+    }
+
     @Test func everyDocumentedRouteAndStatusIsWhatTheServerAnswers() async throws {
         let documented = try Self.documentedResponses()
         #expect(documented.count > 20)

@@ -161,6 +161,9 @@ import TestSupport
         let first = RemoteClient(port: fleet.ports[0], token: account.token)
         let second = RemoteClient(port: fleet.ports[1], token: account.token)
         let start = try await first.changes(since: nil)
+        // Every serve process keeps the one installation secret: the account has one key.
+        let other = try await second.changes(since: nil)
+        #expect(start.account != nil && start.account == other.account)
         // The longest wait the server allows: a poll no commit woke would answer an empty page.
         async let polled = first.changes(since: start.nextCursor, wait: 30)
         #expect(try await waitUntil { try await first.heldLongPolls() == 1 }, "the poll is parked in the first process")

@@ -16,7 +16,7 @@ final class Flag: Sendable {
 /// The PostgreSQL store's own promises beyond the contract suite: migrations
 /// safe with several processes, a bounded pool with a clear error, reconnects.
 @Suite(.serialized) struct PostgresStoreTests {
-    @Test func severalStoresStartingAtOnceMigrateOnceAndAgreeOnTheEpoch() async throws {
+    @Test func severalStoresStartingAtOnceMigrateOnceAndAgreeOnTheEpochAndSecret() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
         let conninfo = try PostgresTestCluster.conninfo(schema: "m_" + UUID().uuidString.prefix(8).lowercased())
         let stores = try await withThrowingTaskGroup(of: PostgresServerStore.self) { group in
@@ -28,11 +28,16 @@ final class Flag: Sendable {
             return stores
         }
         var epochs = Set<String>()
-        for store in stores { epochs.insert(try await store.epoch()) }
+        var secrets = Set<String>()
+        for store in stores {
+            epochs.insert(try await store.epoch())
+            secrets.insert(try await store.installationSecret())
+        }
         #expect(epochs.count == 1)
+        #expect(secrets.count == 1, "every process keeps the one installation secret")
         let connection = try PostgresConnection(conninfo: conninfo)
         #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 2)
-        #expect(try connection.execute("SELECT count(*) FROM server_meta").int(0, 0) == 1)
+        #expect(try connection.execute("SELECT key FROM server_meta ORDER BY key").rowCount == 2, "epoch and secret, once each")
         for store in stores { await store.close() }
     }
 
