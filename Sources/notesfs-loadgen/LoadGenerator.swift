@@ -140,7 +140,7 @@ enum LoadGenerator {
         let elapsed = Date().timeIntervalSince(start)
         let total = results.withLock { $0 }
         let sorted = total.latencies.sorted()
-        let stillParked = try heldLongPolls(port: port)
+        let stillParked = try ServerMetrics.heldLongPolls(port: port)
         withExtendedLifetime(parked) {}
         print(
             String(
@@ -162,21 +162,11 @@ enum LoadGenerator {
             polls.append(poll)
         }
         let deadline = Date().addingTimeInterval(30)
-        while try heldLongPolls(port: port) < count {
+        while try ServerMetrics.heldLongPolls(port: port) < count {
             guard Date() < deadline else { throw LoadError("the server holds fewer than \(count) long polls") }
             usleep(10_000)
         }
         return polls
-    }
-
-    /// The server's `notesfs_long_polls_held` metric.
-    static func heldLongPolls(port: UInt16) throws -> Int {
-        let connection = try RawHTTPConnection(port: port)
-        guard connection.write(RawHTTPConnection.requestBytes(method: "GET", target: Endpoint.metrics, headers: [:]))
-        else { throw LoadError("cannot ask for the metrics") }
-        let text = String(decoding: try connection.readResponse().body, as: UTF8.self)
-        let line = text.split(separator: "\n").first { $0.hasPrefix("notesfs_long_polls_held ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }
 
     /// Each client parks a long poll on its account, pushes one change on a

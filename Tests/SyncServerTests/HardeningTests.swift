@@ -44,14 +44,6 @@ import TestSupport
         return false
     }
 
-    /// The server's `notesfs_long_polls_held` metric.
-    static func heldLongPolls(port: UInt16) throws -> Int {
-        let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
-        connection.write(RawHTTPConnection.requestBytes(method: "GET", target: Endpoint.metrics, headers: [:]))
-        let line = try connection.readReply().text.split(separator: "\n").first { $0.hasPrefix("notesfs_long_polls_held ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     /// Resident memory of a process, in bytes.
     static func residentBytes(_ pid: pid_t) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
@@ -67,22 +59,11 @@ import TestSupport
         defer { running.stop() }
         let port = running.server.port
         let token = running.token
-        let poll = Task {
-            try await onThread { () -> (status: Int, body: String, seconds: Double) in
-                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 40)
-                connection.write(
-                    RawHTTPConnection.requestBytes(
-                        method: "GET", target: Endpoint.changes + "?wait=30",
-                        headers: ["Authorization": "Bearer \(token)"], body: Data()))
-                let reply = try connection.readReply()
-                return (reply.status, String(decoding: reply.body, as: UTF8.self), 0)
-            }
-        }
+        let poll = Self.longPoll(port: port, token: token)
         // Parked before the revocation.
-        #expect(try await waitUntil { try await onThread { try Self.heldLongPolls(port: port) } == 1 })
+        #expect(try await waitUntil { try await Self.parkedPolls(port: port) == 1 })
         let revoke = try MountFixture.run([binary, "account", "revoke", "alice", "--data", running.server.dataDirectory])
         #expect(revoke.status == 0, "\(revoke.standardError)")
-        let revoked = ContinuousClock.now
         // The account is reopened with a new token that pushes a note: the old
         // poll must not see it.
         try running.server.addAccount("alice", tokenPath: running.directory.file("new.token"))
@@ -99,22 +80,14 @@ import TestSupport
         }
         #expect(pushed == 200)
         let answer = try await poll.value
-        let waited = ContinuousClock.now - revoked
+        // Its 30 s wait would have ended it with 200: the 401 came from the revocation.
         #expect(answer.status == 401)
         #expect(!answer.body.contains("after-revoke"))
-        // Its 30 s wait would have ended it with 200: the 401 came from the revocation.
-        #expect(waited < .seconds(25), "the parked poll ended \(waited) after the revocation")
     }
 
-    /// Parked long polls on the server now (`notesfs_long_polls_held`).
+    /// Long polls the server holds now.
     static func parkedPolls(port: UInt16) async throws -> Int {
-        try await onThread {
-            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
-            connection.write(RawHTTPConnection.requestBytes(method: "GET", target: Endpoint.metrics, headers: [:], body: Data()))
-            let text = String(decoding: try connection.readResponse().body, as: UTF8.self)
-            let line = text.split(separator: "\n").first { $0.hasPrefix("notesfs_long_polls_held ") }
-            return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-        }
+        try await onThread { try ServerMetrics.heldLongPolls(port: port) }
     }
 
     /// A long poll of `token` from the start of the feed, on its own connection.
@@ -148,12 +121,9 @@ import TestSupport
         let firstID = try #require(AccessToken(text: running.token)).id
 
         let revokedPoll = Self.longPoll(port: port, token: running.token)
-        for _ in 0..<500 where try await Self.parkedPolls(port: port) < 1 { try await Task.sleep(for: .milliseconds(10)) }
-        // Started later, so it would end later if nothing woke the first.
-        try await Task.sleep(for: .seconds(1))
+        #expect(try await waitUntil { try await Self.parkedPolls(port: port) == 1 })
         let livePoll = Self.longPoll(port: port, token: second)
-        for _ in 0..<500 where try await Self.parkedPolls(port: port) < 2 { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(try await Self.parkedPolls(port: port) == 2)
+        #expect(try await waitUntil { try await Self.parkedPolls(port: port) == 2 })
 
         let revoke = try MountFixture.run(
             [binary, "account", "revoke", "alice", "--token", firstID, "--data", running.server.dataDirectory])

@@ -215,9 +215,11 @@ struct RemoteClient: Sendable {
 
     /// The process's `notesfs_long_polls_held` metric.
     func heldLongPolls() async throws -> Int {
-        let line = try await send("GET", Endpoint.metrics).text.split(separator: "\n")
-            .first { $0.hasPrefix("notesfs_long_polls_held ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        let text = try await send("GET", Endpoint.metrics).text
+        guard let held = ServerMetrics.value("notesfs_long_polls_held", in: text) else {
+            throw HarnessError("no notesfs_long_polls_held in the metrics: \(text.prefix(300))")
+        }
+        return held
     }
 
     /// Every row from the start, page by page: the latest version of each entity.
