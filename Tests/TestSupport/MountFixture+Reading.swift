@@ -13,9 +13,14 @@ extension MountFixture {
         ((try? FileManager.default.contentsOfDirectory(atPath: mountpoint + "/" + path)) ?? []).sorted()
     }
 
-    /// True when `.notesfs/status` says no change is waiting to be sent.
+    /// True when `.notesfs/status.json` counts no change waiting to be sent
+    /// (`pendingChanges`: the outbox, folders and deletions included).
     public var hasNothingPending: Bool {
-        (text(".notesfs/status") ?? "").contains("Pending: 0")
+        guard let text = text(".notesfs/status.json"),
+            let status = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let pending = status["pendingChanges"] as? Int
+        else { return false }
+        return pending == 0
     }
 
     /// Every note's path (relative, folders joined by "/") and text, found by
