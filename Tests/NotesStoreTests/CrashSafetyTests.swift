@@ -8,17 +8,20 @@ import Testing
 
 /// Kills a child process that commits saves in a loop (`notesfs-crash-child`)
 /// with SIGKILL at seeded moments, 50 times against one database, and
-/// checks after every kill that nothing it reported is lost and that the
-/// outbox still matches the notes.
+/// checks after every kill that nothing it reported is lost, that a save
+/// killed inside its transaction left nothing, and that the outbox still
+/// matches the notes.
 ///
 /// Replay a failure with `NOTESFS_CRASH_SEED=<seed printed in the failure>`.
 /// The child is found next to the test binary, or at `NOTESFS_CRASH_CHILD`.
 @Suite struct CrashSafetyTests {
     static let runs = 50
     /// One run in five is killed between 0 and this many milliseconds after
-    /// the child starts (start-up and migration); the others once the child
-    /// has reported a seeded number of saves, so that the kills land in the
-    /// middle of the save loop however busy the machine is.
+    /// the child starts (start-up and migration). Two in five are killed once
+    /// the child has reported a seeded number of saves, somewhere in the save
+    /// loop; two in five while the child waits inside the transaction of a
+    /// seeded save (it says so). The moments are events the child reports,
+    /// so the kills land where they should however busy the machine is.
     static let killDelayMillisecondsMax = 250
     static let savesBeforeKill = 5...45
     static let defaultSeed: UInt64 = 20_240_601
@@ -40,11 +43,17 @@ import Testing
         var model = CrashModel()
         var savesReported = 0
         var runsKilledWhileSaving = 0
+        var runsKilledInsideATransaction = 0
         for run in 1...Self.runs {
             let context = "seed \(seed), run \(run) (replay with NOTESFS_CRASH_SEED=\(seed))"
             let delay = Int.random(in: 0...Self.killDelayMillisecondsMax, using: &random)
             let savesToWait = Int.random(in: Self.savesBeforeKill, using: &random)
-            let moment: KillMoment = Int.random(in: 1...5, using: &random) == 1 ? .after(milliseconds: delay) : .afterSaves(savesToWait)
+            let moment: KillMoment
+            switch Int.random(in: 1...5, using: &random) {
+            case 1: moment = .after(milliseconds: delay)
+            case 2, 3: moment = .afterSaves(savesToWait)
+            default: moment = .insideSave(savesToWait)
+            }
             let output = try await runChildAndKill(
                 child, databasePath: databasePath, seed: seed, run: run, at: moment,
                 directory: directory, context: context)
@@ -53,11 +62,16 @@ import Testing
             let saves = events.filter { if case .saved = $0 { true } else { false } }.count
             savesReported += saves
             if saves > 0 { runsKilledWhileSaving += 1 }
+            if case .insideSave = moment {
+                #expect(events.last == .stopped, "\(context): the child did not stop inside its save's transaction")
+                if events.last == .stopped { runsKilledInsideATransaction += 1 }
+            }
 
             guard try checkStore(at: databasePath, events: events, model: &model, context: context) else { return }
         }
         // The test is only worth something when the kills really hit a busy writer.
         #expect(runsKilledWhileSaving >= Self.runs / 2, "only \(runsKilledWhileSaving) kills hit the save loop")
+        #expect(runsKilledInsideATransaction >= 5, "only \(runsKilledInsideATransaction) kills inside a transaction")
         #expect(savesReported >= 500, "only \(savesReported) saves were reported in \(Self.runs) runs")
         #expect(model.live.count >= CrashModel.notesMinimum, "the child's notes should survive: \(model.live.count)")
     }
@@ -66,6 +80,8 @@ import Testing
         case after(milliseconds: Int)
         /// Once the child printed this many `saved` lines (or after 60 s).
         case afterSaves(Int)
+        /// Once the child stopped inside the transaction of this save (`stopped`).
+        case insideSave(Int)
     }
 
     /// Runs the child, kills it at `moment`, and returns what it printed;
@@ -77,9 +93,10 @@ import Testing
         let outputPath = directory.file("run-\(run).out")
         let errorPath = directory.file("run-\(run).err")
         // The child's own limit is far past the wait below: it must die by the kill.
+        var arguments = [child, "--db", databasePath, "--seed", String(seed), "--run", String(run), "--max-seconds", "120"]
+        if case .insideSave(let save) = moment { arguments += ["--stop-in-save", String(save)] }
         let pid = try ChildProcess.spawn(
-            [child, "--db", databasePath, "--seed", String(seed), "--run", String(run), "--max-seconds", "120"],
-            .init(standardOutput: .file(outputPath), standardError: .file(errorPath)))
+            arguments, .init(standardOutput: .file(outputPath), standardError: .file(errorPath)))
         var ended: Int32?
         switch moment {
         case .after(let milliseconds):
@@ -92,6 +109,12 @@ import Testing
                 ended = ChildProcess.poll(pid)
                 return ended != nil
                     || String(decoding: printed, as: UTF8.self).components(separatedBy: "\nsaved ").count - 1 >= count
+            }
+        case .insideSave:
+            _ = try await waitUntil(60) {
+                let printed = FileManager.default.contents(atPath: outputPath) ?? Data()
+                ended = ChildProcess.poll(pid)
+                return ended != nil || String(decoding: printed, as: UTF8.self).hasSuffix("\nstopped\n")
             }
         }
         if ended == nil {
@@ -145,6 +168,8 @@ fileprivate enum CrashEvent: Equatable {
     case saved(id: String, rev: Int64, sha: String)
     case deleted(id: String)
     case synced
+    /// Inside a save's transaction, waiting for the kill.
+    case stopped
 
     /// Complete lines only: a kill can cut the last line short. Nil on an unknown line.
     static func parse(_ output: Data) -> [CrashEvent]? {
@@ -163,6 +188,7 @@ fileprivate enum CrashEvent: Equatable {
                 events.append(.saved(id: fields[1], rev: rev, sha: fields[3]))
             case ("deleted", 2): events.append(.deleted(id: fields[1]))
             case ("synced", 3): events.append(.synced)
+            case ("stopped", 1): events.append(.stopped)
             default: return nil
             }
         }
@@ -219,8 +245,13 @@ fileprivate struct CrashModel {
         var problems: [String] = []
         var expected = live
         var intent: CrashEvent?
+        // Killed inside the last intent's transaction: it must have left nothing.
+        var stoppedInsideIntent = false
         for event in events {
             switch event {
+            case .stopped:
+                stoppedInsideIntent = intent != nil
+                if intent == nil { problems.append("stopped outside a save") }
             case .ready, .synced:
                 if let intent { problems.append("\(intent) was not reported before the next step") }
                 intent = nil
@@ -254,7 +285,7 @@ fileprivate struct CrashModel {
             let found = stored[id]?.version
             if found == version { continue }
             switch intent {
-            case .intentEdit(id, let sha)? where found == Version(rev: version.rev + 1, sha: sha):
+            case .intentEdit(id, let sha)? where !stoppedInsideIntent && found == Version(rev: version.rev + 1, sha: sha):
                 continue
             case .intentDelete(id)? where found == nil:
                 continue
@@ -266,7 +297,9 @@ fileprivate struct CrashModel {
         let unexpected = stored.filter { expected[$0.key] == nil }
         if !unexpected.isEmpty {
             var allowed = false
-            if case .intentCreate(let sha, let title)? = intent, unexpected.count == 1, let only = unexpected.first {
+            if case .intentCreate(let sha, let title)? = intent, !stoppedInsideIntent, unexpected.count == 1,
+                let only = unexpected.first
+            {
                 allowed = only.value.title == title && only.value.version == Version(rev: 1, sha: sha)
             }
             if !allowed {
