@@ -13,9 +13,12 @@ extension MountFixture {
         ((try? FileManager.default.contentsOfDirectory(atPath: mountpoint + "/" + path)) ?? []).sorted()
     }
 
-    /// True when `.notesfs/status` says no change is waiting to be sent.
+    /// True when `.notesfs/status.json` says no change is waiting to be sent.
     public var hasNothingPending: Bool {
-        (text(".notesfs/status") ?? "").contains("Pending: 0")
+        guard let json = text(".notesfs/status.json"),
+            let status = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        else { return false }
+        return status["pendingChanges"] as? Int == 0
     }
 
     /// Every note's path (relative, folders joined by "/") and text, found by
