@@ -13,14 +13,12 @@ extension MountFixture {
         ((try? FileManager.default.contentsOfDirectory(atPath: mountpoint + "/" + path)) ?? []).sorted()
     }
 
-    /// True when `.notesfs/status.json` counts no change waiting to be sent
-    /// (`pendingChanges`: the outbox, folders and deletions included).
+    /// True when `.notesfs/status.json` says no change is waiting to be sent.
     public var hasNothingPending: Bool {
-        guard let text = text(".notesfs/status.json"),
-            let status = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-            let pending = status["pendingChanges"] as? Int
+        guard let json = text(".notesfs/status.json"),
+            let status = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
         else { return false }
-        return pending == 0
+        return status["pendingChanges"] as? Int == 0
     }
 
     /// Every note's path (relative, folders joined by "/") and text, found by
@@ -61,7 +59,7 @@ extension MountFixture {
     /// Polls `condition` every 20 ms; throws with `what` and the logs of
     /// `mounts` when it has not held within `seconds`.
     public static func waitFor(
-        _ what: String, mounts: [MountFixture], seconds: Double = 60, _ condition: () throws -> Bool
+        _ what: String, mounts: [MountFixture], seconds: Double = 20, _ condition: () throws -> Bool
     ) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
