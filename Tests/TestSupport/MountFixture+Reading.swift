@@ -59,7 +59,7 @@ extension MountFixture {
     /// Polls `condition` every 20 ms; throws with `what` and the logs of
     /// `mounts` when it has not held within `seconds`.
     public static func waitFor(
-        _ what: String, mounts: [MountFixture], seconds: Double = 20, _ condition: () throws -> Bool
+        _ what: String, mounts: [MountFixture], seconds: Double = 60, _ condition: () throws -> Bool
     ) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
