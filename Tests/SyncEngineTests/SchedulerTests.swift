@@ -92,10 +92,11 @@ final class CountingTransport: SyncTransport {
         let transport = CountingTransport(device.transport)
         let engine = try SyncEngine(store: device.store, transport: transport)
         var configuration = SyncScheduler.Configuration()
-        // Quiet for 2 s ends the stream: far longer than the 5 ms between its writes.
-        configuration.debounceSeconds = 2
+        // Quiet for 5 s ends the stream: far longer than the 5 ms between its
+        // writes, even on a machine that stalls the test for a second or two.
+        configuration.debounceSeconds = 5
         configuration.debounceMaxSeconds = 60
-        configuration.syncedEditQuietSeconds = 2
+        configuration.syncedEditQuietSeconds = 5
         let scheduler = SyncScheduler(engine: engine, store: device.store, transport: transport, configuration: configuration)
         await scheduler.start()
         #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
