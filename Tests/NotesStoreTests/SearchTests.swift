@@ -59,6 +59,27 @@ import Testing
         #expect(try store.search("\"olive oil\"").first?.snippet == "fry in [olive] [oil]")
     }
 
+    @Test func aPhraseIsRankedByRelevanceUpTo200MatchesAndNewestFirstAbove() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let relevant = try store.createNote(
+            in: .root, title: "a.md", body: Data(String(repeating: "olive oil ", count: 30).utf8))
+        var others: [NoteID] = []
+        func add(_ count: Int) throws {
+            for _ in 0..<count {
+                let body = "olive oil and " + String(repeating: "other words ", count: 30)
+                others.append(try store.createNote(in: .root, title: "n\(others.count).md", body: Data(body.utf8)))
+            }
+        }
+        try add(199)
+        #expect(try store.search("\"olive oil\"", limit: 1).map(\.noteID) == [relevant], "200 matches: ranked")
+        try add(1)
+        #expect(try store.search("\"olive oil\"", limit: 1).map(\.noteID) == others.suffix(1), "201: newest first")
+        // Words alone stay ranked up to 1,000 matches.
+        #expect(try store.search("olive oil", limit: 1).map(\.noteID) == [relevant])
+    }
+
     @Test func aFolderFilterKeepsNotesInTheFolderAndTheFoldersInsideIt() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
