@@ -28,21 +28,31 @@ extension ControlDirectory {
     }
 
     /// Lists the trash folder `path` from `offset` (1 is `.`, 2 is `..`, then
-    /// folders and notes by name, numbered in that order: the listing is
-    /// made whole at each request, small as a trash folder is).
+    /// folders and notes by name, numbered in that order). The listing is
+    /// made whole when a listing starts (offset 0) and kept for the requests
+    /// that continue it, so each page costs what it returns.
     func listTrash(
         _ path: String, node: Node, offset: Int64, uid: UInt32, gid: UInt32,
         reply: (FileAttributes) -> EntryReply, add: (DirectoryEntry) -> Bool
     ) throws {
-        let selfAttributes = try attributes(node, uid: uid, gid: gid)
-        var items: [(name: String, attributes: FileAttributes)] = [(".", selfAttributes), ("..", selfAttributes)]
-        let listing = TrashTree.listing(of: path, entries: try store.trashEntries(under: path))
-        for name in listing.directories {
-            guard let number = trashDirectories.number(for: path.isEmpty ? name : path + "/" + name) else { continue }
-            items.append((name, try attributes(.trashDirectory(number), uid: uid, gid: gid)))
-        }
-        for note in listing.notes {
-            items.append((note.name, Self.attributes(of: note.entry, uid: uid, gid: gid)))
+        let inode = Self.inode(node)
+        var items: [TrashListings.Item]
+        if offset > 0, let kept = trashListings.items(of: inode) {
+            items = kept
+        } else {
+            let selfAttributes = try attributes(node, uid: uid, gid: gid)
+            items = [(".", selfAttributes), ("..", selfAttributes)]
+            let listing = TrashTree.listing(of: path, entries: try store.trashEntries(under: path))
+            for name in listing.directories {
+                guard let number = trashDirectories.number(for: path.isEmpty ? name : path + "/" + name) else {
+                    continue
+                }
+                items.append((name, try attributes(.trashDirectory(number), uid: uid, gid: gid)))
+            }
+            for note in listing.notes {
+                items.append((note.name, Self.attributes(of: note.entry, uid: uid, gid: gid)))
+            }
+            trashListings.keep(items, of: inode)
         }
         for (index, item) in items.enumerated() where Int64(index) >= offset {
             var entryReply: EntryReply?
@@ -54,6 +64,27 @@ extension ControlDirectory {
                 name: item.name, attributes: item.attributes, offset: Int64(index + 1), reply: entryReply)
             guard add(listed) else { return }
         }
+    }
+}
+
+/// Trash listings being read page by page, by folder inode.
+final class TrashListings: Sendable {
+    typealias Item = (name: String, attributes: FileAttributes)
+    /// At most this many listings are kept; a new one pushes out the oldest.
+    static let listingsMax = 16
+
+    private let kept = Mutex<[(inode: UInt64, items: [Item])]>([])
+
+    func keep(_ items: [Item], of inode: UInt64) {
+        kept.withLock { kept in
+            kept.removeAll { $0.inode == inode }
+            kept.append((inode, items))
+            if kept.count > Self.listingsMax { kept.removeFirst(kept.count - Self.listingsMax) }
+        }
+    }
+
+    func items(of inode: UInt64) -> [Item]? {
+        kept.withLock { kept in kept.last { $0.inode == inode }?.items }
     }
 }
 

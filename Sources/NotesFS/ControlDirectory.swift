@@ -43,6 +43,8 @@ struct ControlDirectory: Sendable {
     var hooks = MountHooks()
     /// Numbers for the trash's folders, which have no row of their own.
     let trashDirectories = TrashDirectoryNumbers()
+    /// Trash listings kept between the pages of one `readdir`.
+    let trashListings = TrashListings()
 
     static func owns(_ inode: UInt64) -> Bool { inode >= inodeBase }
 

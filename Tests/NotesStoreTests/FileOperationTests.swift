@@ -199,13 +199,16 @@ import Testing
         let again = try store.createFile(in: .root, name: "n.md", mode: 0o644, exclusive: true)
         #expect(again.ref == .note(id))
         #expect(try outboxOps(fixture) == ["note:put"])
-        // Deleted again and left: the next session forgets it for good.
+        // Deleted again and left: the next session no longer revives it at
+        // its path (it stays in the trash, with its text, until emptied).
         try store.removeFile(in: .root, name: "n.md")
         try store.beginSession()
-        let db = try Connection(path: fixture.databasePath)
-        #expect(try db.queryOne("SELECT count(*) FROM notes") { $0.int64(0) } == 0)
+        #expect(try store.trashEntries().map(\.noteID) == [id])
         let fresh = try store.createFile(in: .root, name: "n.md", mode: 0o644, exclusive: true)
         #expect(fresh.ref != .note(id))
+        try store.emptyTrash()
+        let db = try Connection(path: fixture.databasePath)
+        #expect(try db.queryOne("SELECT count(*) FROM notes WHERE id = ?", id.description) { $0.int64(0) } == 0)
     }
 
     @Test func displayNamesAreStickyWhenATwinArrives() throws {
