@@ -8,6 +8,12 @@
 /// never shows a live note. Tombstones in the trash are kept when they would
 /// otherwise be dropped (a note that never reached a server, at the next
 /// mount session); pruning and `empty` drop them or clear their bodies.
+///
+/// Every entry here is one this machine saw deleted. A second source (notes
+/// a server's history says were deleted, which this machine never held)
+/// would add rows of its own origin and keep their text beside them, since
+/// they have no tombstone; `TrashEntry` and the store's trash API are
+/// keyed by the entry, not the tombstone, for that.
 enum TrashTable {
     /// Version 10: the trash. Tombstones already in the database go in with
     /// an unknown origin, at the path their folders give (pruning drops

@@ -5,7 +5,7 @@ import NotesStore
 /// `notesfs trash [list | restore PATH... | empty [--yes]]`.
 struct TrashCommand: Command {
     static let name = "trash"
-    static let summary = "List notes deleted in the last 30 days, bring them back, or empty the trash"
+    static let summary = "List, bring back or forget notes deleted in the last 30 days"
     static let help = """
         Usage: notesfs trash [list] [--data DIR | --profile NAME]
                notesfs trash restore PATH... [--data DIR | --profile NAME]
