@@ -121,17 +121,13 @@ struct TrashCommand: Command {
             return 0
         }
         if ask {
-            guard isatty(STDIN_FILENO) != 0 else {
-                throw CommandError.failed(
-                    "empty forgets the last text of \(count) deleted note\(count == 1 ? "" : "s"), so it asks first; "
-                        + "on a terminal answer the question, elsewhere add --yes")
-            }
-            console.out(
+            let yes = try console.confirm(
                 "Forget the \(count) note\(count == 1 ? "" : "s") in the trash of \(location.directory.path)? "
                     + "Their last text is gone from this machine; the server and your other machines keep "
-                    + "what they have. [y/N] ", terminator: "")
-            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-            guard answer == "y" || answer == "yes" else {
+                    + "what they have.",
+                withoutTerminal: "empty forgets the last text of \(count) deleted note\(count == 1 ? "" : "s"), "
+                    + "so it asks first; on a terminal answer the question, elsewhere add --yes")
+            guard yes else {
                 console.out("Nothing changed.")
                 return 1
             }

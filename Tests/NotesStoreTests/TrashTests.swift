@@ -26,6 +26,14 @@ import Testing
         }
     }
 
+    /// `Work/plan.md` ("the plan\n"), synced.
+    func syncedPlan(_ store: NotesStore, version: inout Int64) throws -> (work: DirectoryRef, plan: NoteID) {
+        let work = try store.makeFolders(path: ["Work"])
+        let plan = try store.createNote(in: work, title: "plan.md", body: Data(utf8: "the plan\n"))
+        try syncEverything(store, from: &version)
+        return (work, plan)
+    }
+
     func serverVersion(_ fixture: StoreFixture, _ id: NoteID) throws -> Int64? {
         try Connection(path: fixture.databasePath).queryOne(
             "SELECT server_version FROM notes WHERE id = ?", id.description
@@ -37,9 +45,7 @@ import Testing
         defer { fixture.remove() }
         let store = fixture.store
         var version: Int64 = 100
-        let work = try store.makeFolders(path: ["Work"])
-        let plan = try store.createNote(in: work, title: "plan.md", body: Data(utf8: "the plan\n"))
-        try syncEverything(store, from: &version)
+        let (work, plan) = try syncedPlan(store, version: &version)
         try store.removeFile(in: work, name: "plan.md")
 
         let entries = try store.trashEntries()
@@ -82,9 +88,7 @@ import Testing
         defer { fixture.remove() }
         let store = fixture.store
         var version: Int64 = 100
-        let work = try store.makeFolders(path: ["Work"])
-        let plan = try store.createNote(in: work, title: "plan.md", body: Data(utf8: "the plan\n"))
-        try syncEverything(store, from: &version)
+        let (work, plan) = try syncedPlan(store, version: &version)
         let tombstone = version + 1
         try store.applyPulled(
             [RemoteEntity(kind: .note, entityID: plan.description, version: tombstone, deleted: true)], cursor: "c1")
@@ -111,9 +115,7 @@ import Testing
         defer { fixture.remove() }
         let store = fixture.store
         var version: Int64 = 100
-        let work = try store.makeFolders(path: ["Work"])
-        let plan = try store.createNote(in: work, title: "plan.md", body: Data(utf8: "the plan\n"))
-        try syncEverything(store, from: &version)
+        let (work, plan) = try syncedPlan(store, version: &version)
         // rm -rf Work: the note, then the folder.
         try store.removeFile(in: work, name: "plan.md")
         try store.removeDirectory(in: .root, name: "Work")
