@@ -18,9 +18,10 @@ extension NotesStore {
         if try trashNeedsPruning(db) { historyPruner.schedule() }
     }
 
-    /// True when the trash holds an entry past its age (one indexed read).
+    /// True when the trash holds an entry past its age: one read of its
+    /// first row (entries are added in the order they are deleted).
     func trashNeedsPruning(_ db: Connection) throws -> Bool {
-        let oldest = try db.queryOne("SELECT deleted_ns FROM trash ORDER BY deleted_ns LIMIT 1") { $0.int64(0) }
+        let oldest = try db.queryOne("SELECT deleted_ns FROM trash ORDER BY seq LIMIT 1") { $0.int64(0) }
         return oldest.map { $0 < now - configuration.trashRetentionNanoseconds } ?? false
     }
 
@@ -70,9 +71,9 @@ extension NotesStore {
         try write(origin: .local, checkSpace: false) { db, _ -> Int in
             let old = try db.query(
                 """
-                SELECT t.note_id FROM trash t INDEXED BY trash_deleted WHERE t.deleted_ns < ?
+                SELECT t.note_id FROM trash t WHERE t.deleted_ns < ?
                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = t.note_id)
-                ORDER BY t.deleted_ns LIMIT ?
+                ORDER BY t.seq LIMIT ?
                 """, now - configuration.trashRetentionNanoseconds, Self.pruneStepEntriesMax
             ) { $0.string(0) }
             for id in old { try forgetTrashEntry(db, noteID: id) }

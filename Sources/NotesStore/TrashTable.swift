@@ -17,7 +17,9 @@
 enum TrashTable {
     /// Version 10: the trash. Tombstones already in the database go in with
     /// an unknown origin, at the path their folders give (pruning drops
-    /// those older than the trash keeps).
+    /// those older than the trash keeps), oldest first: entries are added in
+    /// the order they are deleted, so the oldest come first by seq (pruning
+    /// reads them so, and no index on the time is kept up on every delete).
     static let version10 = """
         CREATE TABLE trash(
             seq INTEGER PRIMARY KEY,
@@ -27,7 +29,6 @@ enum TrashTable {
             origin TEXT NOT NULL
         );
         CREATE INDEX trash_path ON trash(path);
-        CREATE INDEX trash_deleted ON trash(deleted_ns);
         CREATE TRIGGER trash_revived AFTER UPDATE OF deleted ON notes WHEN new.deleted = 0 BEGIN
             DELETE FROM trash WHERE note_id = new.id;
         END;
