@@ -19,19 +19,32 @@ struct ControlDirectory: Sendable {
         case conflicts
         case history
         case historyItem(Int64)
+        case trash
+        /// A folder inside the trash, by its number in `trashDirectories`.
+        case trashDirectory(UInt64)
+        /// A note in the trash, by its trash entry's seq.
+        case trashItem(Int64)
     }
 
-    /// Control inodes are `base + n`; history items `base + historyBase + seq`.
+    /// Control inodes are `base + n`; history items `base + historyBase +
+    /// seq`, trash items `base + trashItemBase + seq`, trash folders `base +
+    /// trashDirectoryBase + number`.
     static let inodeBase: UInt64 = 0x7FFF_0000_0000_0000
     static let historyBase: UInt64 = 0x1_0000
+    static let trashItemBase: UInt64 = 1 << 44
+    static let trashDirectoryBase: UInt64 = 1 << 45
     static let files: [(String, Node)] = [
         ("status", .status), ("status.json", .statusJSON), ("pending", .pending), ("conflicts", .conflicts),
-        ("history", .history),
+        ("history", .history), ("trash", .trash),
     ]
 
     let store: NotesStore
     /// Supplies sync progress and retry lines for `status`.
     var hooks = MountHooks()
+    /// Numbers for the trash's folders, which have no row of their own.
+    let trashDirectories = TrashDirectoryNumbers()
+    /// Trash listings kept between the pages of one `readdir`.
+    let trashListings = TrashListings()
 
     static func owns(_ inode: UInt64) -> Bool { inode >= inodeBase }
 
@@ -43,13 +56,18 @@ struct ControlDirectory: Sendable {
         case .pending: inodeBase + 4
         case .conflicts: inodeBase + 5
         case .history: inodeBase + 6
+        case .trash: inodeBase + 7
         case .historyItem(let seq): inodeBase + historyBase + UInt64(max(0, seq))
+        case .trashItem(let seq): inodeBase + trashItemBase + UInt64(max(0, seq))
+        case .trashDirectory(let number): inodeBase + trashDirectoryBase + number
         }
     }
 
     static func node(forInode inode: UInt64) -> Node? {
         guard owns(inode) else { return nil }
         let offset = inode - inodeBase
+        if offset >= trashDirectoryBase { return .trashDirectory(offset - trashDirectoryBase) }
+        if offset >= trashItemBase { return .trashItem(Int64(offset - trashItemBase)) }
         if offset >= historyBase { return .historyItem(Int64(offset - historyBase)) }
         switch offset {
         case 1: return .root
@@ -58,6 +76,7 @@ struct ControlDirectory: Sendable {
         case 4: return .pending
         case 5: return .conflicts
         case 6: return .history
+        case 7: return .trash
         default: return nil
         }
     }
@@ -73,6 +92,10 @@ struct ControlDirectory: Sendable {
             // A failed read answers "no such name"; the next lookup asks again.
             guard let entry = try? store.historyEntry(named: name) else { return nil }
             return .historyItem(entry.seq)
+        case .trash?:
+            return trashChild(in: "", name: name)
+        case .trashDirectory(let number)?:
+            return trashDirectories.path(number).flatMap { trashChild(in: $0, name: name) }
         default:
             return nil
         }
@@ -86,14 +109,17 @@ struct ControlDirectory: Sendable {
     func attributes(_ node: Node, uid: UInt32, gid: UInt32) throws -> FileAttributes {
         let now = NotesFileSystem.nowNanoseconds()
         switch node {
-        case .root, .history:
-            // `.notesfs` holds one subdirectory, `history`.
+        case .root, .history, .trash, .trashDirectory:
+            // `.notesfs` holds two subdirectories, `history` and `trash`.
             return FileAttributes(
                 inode: Self.inode(node), kind: .directory, size: 0, permissions: 0o555,
-                linkCount: node == .root ? 3 : 2, uid: uid, gid: gid, accessTimeNanoseconds: now,
+                linkCount: node == .root ? 4 : 2, uid: uid, gid: gid, accessTimeNanoseconds: now,
                 modificationTimeNanoseconds: now, changeTimeNanoseconds: now)
         case .historyItem(let seq):
             return Self.attributes(of: try historyEntry(seq), uid: uid, gid: gid)
+        case .trashItem(let seq):
+            guard let entry = try store.trashEntry(seq) else { throw FileSystemError.notFound }
+            return Self.attributes(of: entry, uid: uid, gid: gid)
         default:
             return generatedAttributes(node, size: try content(node).count, uid: uid, gid: gid)
         }
@@ -110,8 +136,9 @@ struct ControlDirectory: Sendable {
 
     func content(_ node: Node) throws -> Data {
         switch node {
-        case .root, .history: throw FileSystemError.isADirectory
+        case .root, .history, .trash, .trashDirectory: throw FileSystemError.isADirectory
         case .historyItem(let seq): return try store.historyBody(seq)
+        case .trashItem(let seq): return try store.trashBody(seq)
         case .status:
             var status = try store.status()
             status.live = hooks.liveSync()
@@ -148,7 +175,15 @@ struct ControlDirectory: Sendable {
         add: (DirectoryEntry) -> Bool
     ) throws {
         guard let node = Self.node(forInode: directoryInode) else { throw FileSystemError.notFound }
-        guard node == .root || node == .history else { throw FileSystemError.notADirectory }
+        switch node {
+        case .root, .history: break
+        case .trash:
+            return try listTrash("", node: node, offset: offset, uid: uid, gid: gid, reply: reply, add: add)
+        case .trashDirectory(let number):
+            guard let path = trashDirectories.path(number) else { throw FileSystemError.notFound }
+            return try listTrash(path, node: node, offset: offset, uid: uid, gid: gid, reply: reply, add: add)
+        default: throw FileSystemError.notADirectory
+        }
         let selfAttributes = try attributes(node, uid: uid, gid: gid)
         // Control inodes are not counted (forget ignores them). Generated
         // files get no entry replies, so each stat asks again; history

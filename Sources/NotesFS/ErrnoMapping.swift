@@ -52,14 +52,24 @@ enum CacheTimeouts {
     static let controlAttributeSeconds = 0.0
 
     /// Generated control files get `controlAttributeSeconds`; the control
-    /// directories and history entries, which do not change under a reader,
-    /// get the usual timeout: a path walk into `.notesfs/history` checks both
-    /// directories' permissions, and with timeout 0 that was two getattr
-    /// round trips per entry of an `ls -l`.
+    /// directories, history and trash entries, which do not change under a
+    /// reader, get the usual timeout: a path walk into `.notesfs/history`
+    /// checks both directories' permissions, and with timeout 0 that was two
+    /// getattr round trips per entry of an `ls -l`.
     static func attributeSeconds(of inode: UInt64) -> Double {
         switch ControlDirectory.node(forInode: inode) {
-        case nil, .root?, .history?, .historyItem?: attributeSeconds
+        case nil, .root?, .history?, .historyItem?, .trash?, .trashDirectory?, .trashItem?: attributeSeconds
         default: controlAttributeSeconds
+        }
+    }
+
+    /// Names inside the trash are looked up again at every path walk: one
+    /// moved out (a restore) keeps the trash's inode at its new name in the
+    /// kernel until the name is looked up, which then finds the note.
+    static func entrySeconds(of inode: UInt64) -> Double {
+        switch ControlDirectory.node(forInode: inode) {
+        case .trashDirectory?, .trashItem?: 0
+        default: entrySeconds
         }
     }
     /// Negative lookups (name not found) are cached briefly.

@@ -53,6 +53,10 @@ extension NotesFileSystem {
             throw FileSystemError.invalid
         }
         guard flags.rawValue & ~RenameFlags.noReplace == 0 else { throw FileSystemError.invalid }
+        if let source = control.child(ofInode: parent, name: name), source.isInTrash {
+            try moveOutOfTrash(source, name: name, newParent: newParent, newName: newName)
+            return
+        }
         if ControlDirectory.owns(parent) || ControlDirectory.owns(newParent)
             || control.child(ofInode: parent, name: name) != nil
             || control.child(ofInode: newParent, name: newName) != nil

@@ -79,7 +79,7 @@ public final class NotesFileSystem: FileSystemOperations {
     /// Attributes of a control node; for generated files, of content made now.
     func controlAttributes(_ node: ControlDirectory.Node, inode: UInt64) throws -> FileAttributes {
         switch node {
-        case .root, .history, .historyItem:
+        case .root, .history, .historyItem, .trash, .trashDirectory, .trashItem:
             return try control.attributes(node, uid: ownerUID, gid: ownerGID)
         default:
             let content = try controlContent(node, inode: inode, fresh: true)
@@ -183,6 +183,7 @@ public final class NotesFileSystem: FileSystemOperations {
             let inode = ControlDirectory.inode(node)
             var entry = reply(try controlAttributes(node, inode: inode))
             entry.attributeTimeoutSeconds = CacheTimeouts.attributeSeconds(of: inode)
+            entry.entryTimeoutSeconds = CacheTimeouts.entrySeconds(of: inode)
             return entry
         }
         if ControlDirectory.owns(parent) { return negativeReply() }

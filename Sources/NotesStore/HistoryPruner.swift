@@ -2,8 +2,9 @@ import Dispatch
 import SQLiteKit
 import Synchronization
 
-/// Runs the history's pruning on a queue of its own, off every save: a save
-/// that keeps a copy past the cap only asks for a run. Each step is its own
+/// Runs the history's and the trash's pruning on a queue of its own, off
+/// every save: a save that keeps a copy past the cap, or a deletion while
+/// the trash holds an entry past its age, only asks for a run. Each step is its own
 /// short transaction on the store's connection, so a save waits at most one
 /// step (see `NotesStore.pruneHistoryStep`).
 final class HistoryPruner: Sendable {
@@ -39,6 +40,8 @@ final class HistoryPruner: Sendable {
 enum HistoryPruneStep: Equatable, Sendable {
     /// Dropped entries past their age or past the size cap, oldest first.
     case deleted(entries: Int, bytes: Int64)
+    /// Forgot notes in the trash past its age, oldest first.
+    case forgotTrash(entries: Int)
     /// Gave free pages back to the file system (`incremental_vacuum`).
     case vacuumed(pages: Int)
     /// Nothing to do.
@@ -64,9 +67,10 @@ extension NotesStore {
     /// A run stops after this many steps; the next save past the cap starts another.
     static let pruneRunStepsMax = 100_000
 
-    /// One bounded step of pruning: entries past the retention age or past
-    /// the size cap (by the running total), oldest first; when none, free
-    /// pages given back to the file system. Each is one short transaction.
+    /// One bounded step of pruning: history entries past the retention age
+    /// or past the size cap (by the running total), oldest first; when none,
+    /// trash entries past their age; when none, free pages given back to the
+    /// file system. Each is one short transaction.
     func pruneHistoryStep() throws(StoreError) -> HistoryPruneStep {
         let (entries, bytes) = try write(origin: .local, checkSpace: false) { db, _ -> (Int, Int64) in
             var total = try db.queryOne("SELECT bytes FROM history_total WHERE id = 1") { $0.int64(0) } ?? 0
@@ -91,6 +95,8 @@ extension NotesStore {
             return (entries, bytes)
         }
         if entries > 0 { return .deleted(entries: entries, bytes: bytes) }
+        let forgotten = try pruneTrashStep()
+        if forgotten > 0 { return .forgotTrash(entries: forgotten) }
         guard incrementalVacuum else { return .idle }
         let freed = try write(origin: .local, checkSpace: false) { db, _ -> Int in
             let before = try db.queryOne("PRAGMA freelist_count") { $0.int(0) } ?? 0
@@ -111,7 +117,7 @@ extension NotesStore {
         var vacuumed = false
         for _ in 0..<Self.pruneRunStepsMax {
             switch try pruneHistoryStep() {
-            case .deleted: continue
+            case .deleted, .forgotTrash: continue
             case .vacuumed: vacuumed = true
             case .idle:
                 // Passive: it never waits for a reader; a checkpoint it could

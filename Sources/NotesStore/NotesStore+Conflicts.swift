@@ -67,7 +67,8 @@ extension NotesStore {
             case (.copy, nil), (.both, nil):
                 throw StoreError.notFound("the note of '\(copyRow.title)' (rename the copy to keep it as a note)")
             }
-            try deleteNote(db, copyRow, commit: &commit)
+            // Kept only as a note, the copy's text is dropped: the trash keeps it.
+            try deleteNote(db, copyRow, intoTrash: keep == .note, commit: &commit)
             return note?.id
         }
     }

@@ -95,8 +95,12 @@ extension NotesStore {
         }
     }
 
-    /// Deletes a note locally (see `tombstoneOrDrop`).
-    func deleteNote(_ db: Connection, _ row: NoteRow, commit: inout StoreCommit) throws {
+    /// Deletes a note locally (see `tombstoneOrDrop`); with `intoTrash`, it
+    /// goes to the trash with its last text. A note whose text lives on
+    /// elsewhere (the source of a rename-over, a conflict copy merged into
+    /// its note) is deleted without.
+    func deleteNote(_ db: Connection, _ row: NoteRow, intoTrash: Bool, commit: inout StoreCommit) throws {
+        if intoTrash && !row.deleted { try addToTrash(db, row, origin: .deletedHere) }
         try tombstoneOrDrop(db, .note(row.id), seq: row.seq, serverVersion: row.serverVersion, commit: &commit)
     }
 

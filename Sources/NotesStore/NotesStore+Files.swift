@@ -414,7 +414,7 @@ extension NotesStore {
             switch found.entry {
             case .note(let id):
                 guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(name) }
-                try deleteNote(db, row, commit: &commit)
+                try deleteNote(db, row, intoTrash: true, commit: &commit)
                 try rememberRevivable(db, directory: directory, name: name, id: id)
             case .local(let seq):
                 guard let row = try LocalRow.load(db, seq: seq) else { throw StoreError.notFound(name) }

@@ -141,7 +141,7 @@ extension NotesStore {
     /// Where a gone note's text goes back: the folder it was deleted from
     /// when that folder is live, else the folders of `path` (its path when
     /// the copy was kept, without the leading `/`), made again where missing.
-    private func restoreDirectory(
+    func restoreDirectory(
         _ db: Connection, deletedFrom folder: FolderID?, path: String, commit: inout StoreCommit
     ) throws -> DirectoryRef {
         if let folder, let row = try FolderRow.load(db, id: folder), !row.deleted,

@@ -139,7 +139,7 @@ extension NotesStore {
                 if let before = own.before {
                     try putConflictCopy(db, copyID, of: row, template: copyRow.content, body: before, commit: &commit)
                 } else {
-                    try deleteNote(db, copyRow, commit: &commit)
+                    try deleteNote(db, copyRow, intoTrash: false, commit: &commit)
                 }
             }
             session.copy = nil

@@ -272,7 +272,7 @@ extension NotesStore {
         let local = row.deleted ? nil : row.content
         let merged = Self.keepingConflictCopiesWhole(row, configuration.mergeNote(row.base, local, remote))
         try dropPending(db, kind: .note, id: row.id.description)
-        try writeNote(db, row, to: merged.result, server: current, commit: &commit)
+        try writeNote(db, row, to: merged.result, server: current, trash: .deletedElsewhere, commit: &commit)
         if let result = merged.result, result != remote {
             try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE id = ?", row.id.description)
             try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
@@ -293,14 +293,17 @@ extension NotesStore {
 
     /// Writes a note's new state after a settle or pull: content (nil = deleted),
     /// the server's copy as base and version, clean. Moves the mtime forward so
-    /// an editor holding old text notices.
+    /// an editor holding old text notices. A live note this deletes goes to
+    /// the trash when `trash` says from where.
     func writeNote(
-        _ db: Connection, _ row: NoteRow, to content: NoteContent?, server: RemoteEntity?, commit: inout StoreCommit
+        _ db: Connection, _ row: NoteRow, to content: NoteContent?, server: RemoteEntity?, trash: TrashOrigin?,
+        commit: inout StoreCommit
     ) throws {
         let serverNote = server.flatMap { $0.deleted ? nil : $0.note }
         if server == nil && content == nil {
+            if let trash, !row.deleted { try addToTrash(db, row, origin: trash) }
             try removeName(db, entry: .note(row.id), commit: &commit)
-            try db.run("DELETE FROM notes WHERE seq = ?", row.seq)
+            try forgetTombstone(db, row)
             commit.changedEntries.insert(.note(row.id))
             return
         }
@@ -325,6 +328,7 @@ extension NotesStore {
         }
         commit.changedEntries.insert(.note(row.id))
         if content == nil {
+            if let trash { try addToTrash(db, row, origin: trash) }
             try removeName(db, entry: .note(row.id), commit: &commit)
         } else {
             let directory = try displayDirectory(db, folderID: final.folderID)
@@ -358,7 +362,8 @@ extension NotesStore {
                 RemoteEntity(kind: .note, entityID: row.id.description, version: version, deleted: row.base == nil,
                              note: row.base)
             }
-        try writeNote(db, row, to: row.base, server: server, commit: &commit)
+        // The text lives on in the local-only copy: not into the trash.
+        try writeNote(db, row, to: row.base, server: server, trash: nil, commit: &commit)
         return report
     }
 

@@ -87,7 +87,7 @@ extension NotesStore {
             }
             if try row.isDirty || hasOutbox(db, kind: .note, id: entity.entityID) { return .dirty }
             if let version = row.serverVersion, entity.version <= version { return .echo }
-            try writeNote(db, row, to: content, server: entity, commit: &commit)
+            try writeNote(db, row, to: content, server: entity, trash: .deletedElsewhere, commit: &commit)
             return .applied
         case .folder:
             guard let id = FolderID(entity.entityID) else { return .echo }

@@ -68,7 +68,7 @@ extension NotesStore {
         case .note(let id):
             guard let row = try NoteRow.load(db, id: id) else { return nil }
             let inode = try inodeNumber(db, for: target.entry)
-            try deleteNote(db, row, commit: &commit)
+            try deleteNote(db, row, intoTrash: true, commit: &commit)
             return inode
         case .folder, .root:
             throw StoreError.isADirectory(target.name)
@@ -84,7 +84,7 @@ extension NotesStore {
             // at its old path this session) and its bytes become a local file.
             var replacedInode: UInt64?
             if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
-            try deleteNote(db, row, commit: &commit)
+            try deleteNote(db, row, intoTrash: true, commit: &commit)
             try rememberRevivable(db, directory: from, name: name, id: row.id)
             let seq = try insertLocal(
                 db, kind: .file, in: to, name: newName, data: row.body, mode: row.mode,
@@ -96,8 +96,9 @@ extension NotesStore {
             let targetRow = try NoteRow.load(db, id: targetID), !targetRow.deleted
         {
             // Rename-over: the target keeps its id and takes the source's bytes
-            // and mtime as one edit; the source goes away.
-            try deleteNote(db, row, commit: &commit)
+            // and mtime as one edit; the source goes away (its text lives on
+            // in the target, so not into the trash).
+            try deleteNote(db, row, intoTrash: false, commit: &commit)
             var content = targetRow.content
             content.body = row.body
             try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
@@ -122,7 +123,7 @@ extension NotesStore {
 
     /// Makes sure the entry is shown under exactly `name` in `directory` (a
     /// name typed in the mount is never suffixed; the caller cleared it).
-    private func forceName(
+    func forceName(
         _ db: Connection, entry: EntryRef, in directory: DirectoryRef, name: String, commit: inout StoreCommit
     ) throws {
         guard let current = try NameRow.find(db, entry: entry),

@@ -113,9 +113,14 @@ extension NotesStore {
         let deleted =
             try db.queryOne("SELECT deleted FROM \(table) WHERE id = ?", known.entityID, map: { $0.bool(0) }) ?? true
         if deleted {
-            // Our tombstone for something the server forgot: nothing left to say.
+            // Our tombstone for something the server forgot: nothing left to
+            // say (a note in the trash stays there, as a local tombstone).
             try db.run("DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ?", known.kind.rawValue, known.entityID)
-            try db.run("DELETE FROM \(table) WHERE id = ?", known.entityID)
+            if known.kind == .note, let id = NoteID(known.entityID), let row = try NoteRow.load(db, id: id) {
+                try forgetTombstone(db, row)
+            } else {
+                try db.run("DELETE FROM \(table) WHERE id = ?", known.entityID)
+            }
             return false
         }
         try db.run(
@@ -166,7 +171,7 @@ extension NotesStore {
             }
             let knownBase = serverNote == row.base ? row.base : nil
             let merged = Self.keepingConflictCopiesWhole(row, configuration.mergeNote(knownBase, local, serverNote))
-            try writeNote(db, row, to: merged.result, server: entity, commit: &commit)
+            try writeNote(db, row, to: merged.result, server: entity, trash: .deletedElsewhere, commit: &commit)
             if let result = merged.result, result != serverNote {
                 try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
                 try enqueue(db, kind: .note, id: entity.entityID, op: "put", commit: &commit)

@@ -259,7 +259,7 @@ public final class NotesStore: @unchecked Sendable {
 
     /// Starts a mount session: paths tombstoned in earlier sessions can no
     /// longer be revived, and local tombstones (notes deleted before any
-    /// change of them was sent) go.
+    /// change of them was sent) go, unless they are in the trash.
     @discardableResult
     public func beginSession() throws(StoreError) -> Int64 {
         try write(origin: .local, checkSpace: false) { db, _ in
@@ -269,6 +269,7 @@ public final class NotesStore: @unchecked Sendable {
                 """
                 DELETE FROM notes WHERE deleted = 1 AND server_version IS NULL
                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = notes.id)
+                  AND NOT EXISTS (SELECT 1 FROM trash t WHERE t.note_id = notes.id)
                 """)
             return try db.queryOne("SELECT session FROM sync_state WHERE id = 1") { $0.int64(0) } ?? 0
         }

@@ -4,11 +4,11 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 9
+    static let currentVersion = 10
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
     static let migrations: [String] = [
-        version1, version2, version3, version4, version5, version6, version7, version8, version9,
+        version1, version2, version3, version4, version5, version6, version7, version8, version9, version10,
     ]
 
     static func migrate(_ db: Connection) throws {
@@ -29,6 +29,9 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 10: the trash (see `TrashTable`).
+    private static let version10 = TrashTable.version10
 
     /// Version 9: search finds what people type. The index is rebuilt with
     /// stemming (`porter` over `unicode61 remove_diacritics 2`: `pancake`

@@ -14,6 +14,9 @@ public struct StoreConfiguration: Sendable {
     public var diskReserveBytes: Int64 = 32 << 20
     /// How long replaced bodies stay in the local history.
     public var historyRetentionNanoseconds: Int64 = 7 * 24 * 3_600 * 1_000_000_000
+    /// How long deleted notes stay in the trash (the server keeps replaced
+    /// versions as long by default).
+    public var trashRetentionNanoseconds: Int64 = 30 * 24 * 3_600 * 1_000_000_000
     /// The local history's size cap; the oldest entries go first.
     public var historyMaxBytes: Int64 = 256 << 20
     /// Whether the history is pruned by the store's own background queue

@@ -25,4 +25,14 @@ struct Console: Sendable {
 
     /// True when stdout is a terminal (progress lines are drawn only then).
     var isTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
+
+    /// Asks `question` on the terminal; true only for a yes. Without a
+    /// terminal to answer on it fails with `withoutTerminal`, which should
+    /// say why it asks and to add --yes.
+    func confirm(_ question: String, withoutTerminal: String) throws(CommandError) -> Bool {
+        guard isatty(STDIN_FILENO) != 0 else { throw .failed(withoutTerminal) }
+        out(question + " [y/N] ", terminator: "")
+        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return answer == "y" || answer == "yes"
+    }
 }

@@ -15,6 +15,7 @@ enum CommandLineTool {
         ImportCommand.self,
         ExportCommand.self,
         RestoreCommand.self,
+        TrashCommand.self,
         ConflictsCommand.self,
         ServeCommand.self,
         AccountCommand.self,

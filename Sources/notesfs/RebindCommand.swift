@@ -40,18 +40,14 @@ enum Rebind {
                     ?? binding.tokenID.map { "the account of token \($0)" } ?? "no account yet") + ")"
             } ?? "no server"
         if !arguments.has("--yes") {
-            guard isatty(STDIN_FILENO) != 0 else {
-                throw CommandError.failed(
-                    "--rebind changes where every note syncs, so it asks first; on a terminal answer the question, "
-                        + "elsewhere add --yes")
-            }
-            console.out(
+            let yes = try console.confirm(
                 "Move the \(status.noteCount) notes of \(location.directory.path) from \(from) to "
                     + "\(url.absoluteString) (the account of token \(token.id))?\n"
                     + "Every note and folder is sent to the new server with its id; notes it already has merge, "
-                    + "nothing is doubled or deleted. [y/N] ", terminator: "")
-            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-            guard answer == "y" || answer == "yes" else {
+                    + "nothing is doubled or deleted.",
+                withoutTerminal: "--rebind changes where every note syncs, so it asks first; on a terminal answer "
+                    + "the question, elsewhere add --yes")
+            guard yes else {
                 console.out("Nothing changed.")
                 return 1
             }

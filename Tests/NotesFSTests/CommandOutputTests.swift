@@ -63,6 +63,9 @@ import Testing
             ["export", profile.directory.file("out-all"), "--all"] + data, ["restore"] + data,
             ["restore", "\(profile.historyEntry)", "--to", profile.directory.file("copy.md")] + data,
             ["restore", "999999"] + data, ["status", "--data", profile.directory.file("missing")],
+            ["trash"] + data, ["trash", "list"] + data, ["trash", "restore", "Nowhere/x.md"] + data,
+            ["trash", "restore"] + data, ["trash", "empty"] + data, ["trash", "empty", "--yes"] + data,
+            ["trash", "empty", "--yes"] + data, ["trash", "frobnicate"] + data,
         ]
         for arguments in runs {
             let result = try profile.run(arguments)
@@ -169,6 +172,39 @@ import Testing
         }
         let restored = try profile.run(["restore", "\(profile.historyEntry)"] + data)
         #expect(restored.standardOutput == "Restored entry \(profile.historyEntry) into /Work/plan.md.\n")
+    }
+
+    @Test(.enabled(if: binaryBuilt)) func trashListsDeletedNotesRestoresThemAndEmptiesOnlyWhenAsked() throws {
+        let profile = try Profile()
+        defer { profile.remove() }
+        let data = ["--data", profile.data]
+        #expect(try profile.run(["trash"] + data).standardOutput.hasPrefix("The trash is empty"))
+        let kitchen: NoteID
+        do {
+            let store = try NotesStore(path: profile.data + "/notes.sqlite")
+            let work = try #require(try store.lookup(in: .root, name: "Work")?.ref.directory)
+            guard case .note(let id) = try #require(try store.lookup(in: work, name: "kitchen.md")).ref else { return }
+            kitchen = id
+            try store.removeFile(in: work, name: "kitchen.md")
+            try store.removeFile(in: .root, name: "Pancakes.md")
+        }
+        let listing = try profile.run(["trash", "list"] + data)
+        let lines = listing.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0].hasSuffix("  this machine  /Pancakes.md  (17 bytes)"), "\(lines)")
+        #expect(lines[1].hasSuffix("  this machine  /Work/kitchen.md  (33 bytes)") && lines[1].hasPrefix("20"))
+        #expect(listing.standardError.contains("notesfs trash restore PATH"))
+
+        let restored = try profile.run(["trash", "restore", ".notesfs/trash/Work/kitchen.md", "Gone.md"] + data)
+        #expect(restored.status == 1)
+        #expect(restored.standardOutput == "Restored /Work/kitchen.md.\n")
+        #expect(restored.standardError.contains("'Gone.md' is not in the trash"))
+        #expect(try NotesStore(path: profile.data + "/notes.sqlite").noteID(atPath: "/Work/kitchen.md") == kitchen)
+
+        let refused = try profile.run(["trash", "empty"] + data)
+        #expect(refused.status == 1 && refused.standardError.contains("add --yes"), "\(refused.standardError)")
+        let emptied = try profile.run(["trash", "empty", "--yes"] + data)
+        #expect(emptied.standardOutput == "Emptied the trash: 1 note forgotten on this machine.\n")
+        #expect(try profile.run(["trash"] + data).standardOutput.hasPrefix("The trash is empty"))
     }
 }
 

@@ -199,13 +199,16 @@ import Testing
         let again = try store.createFile(in: .root, name: "n.md", mode: 0o644, exclusive: true)
         #expect(again.ref == .note(id))
         #expect(try outboxOps(fixture) == ["note:put"])
-        // Deleted again and left: the next session forgets it for good.
+        // Deleted again and left: the next session no longer revives it at
+        // its path (it stays in the trash, with its text, until emptied).
         try store.removeFile(in: .root, name: "n.md")
         try store.beginSession()
-        let db = try Connection(path: fixture.databasePath)
-        #expect(try db.queryOne("SELECT count(*) FROM notes") { $0.int64(0) } == 0)
+        #expect(try store.trashEntries().map(\.noteID) == [id])
         let fresh = try store.createFile(in: .root, name: "n.md", mode: 0o644, exclusive: true)
         #expect(fresh.ref != .note(id))
+        try store.emptyTrash()
+        let db = try Connection(path: fixture.databasePath)
+        #expect(try db.queryOne("SELECT count(*) FROM notes WHERE id = ?", id.description) { $0.int64(0) } == 0)
     }
 
     @Test func displayNamesAreStickyWhenATwinArrives() throws {
@@ -364,7 +367,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 9)
+        #expect(try Connection(path: path).userVersion == 10)
     }
 
     /// Turns a current (v6) database back into the v5 layout: no local
@@ -423,7 +426,7 @@ import Testing
         try Self.downgradeToVersion4(path)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 9)
+        #expect(try Connection(path: path).userVersion == 10)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.search("old").map(\.noteID) == [id])
         try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
@@ -432,11 +435,18 @@ import Testing
         #expect(try store.search("old").map(\.noteID) == [id])
     }
 
-    /// Turns a current (v9) database back into the v8 layout: the search
+    /// Turns a current (v10) database back into the v9 layout: no trash.
+    static func downgradeToVersion9(_ path: String) throws {
+        try Connection(path: path).execute(
+            "DROP TRIGGER trash_revived; DROP TRIGGER trash_note_gone; DROP TABLE trash; PRAGMA user_version = 9;")
+    }
+
+    /// Turns a current database back into the v8 layout: the search
     /// index unstemmed and external-content (`content='notes'`), every body
     /// indexed as stored (binary ones too), no title index or `fts_binary`,
     /// and the v5 search triggers; the index is left fully built, as v8 left it.
     static func downgradeToVersion8(_ path: String) throws {
+        try downgradeToVersion9(path)
         let old = NotesStore.noteBodySQL(of: "old")
         let db = try Connection(path: path)
         try db.execute(
@@ -504,7 +514,7 @@ import Testing
         #expect(try old.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH 'ihdr'") { $0.int64(0) }.count == 1)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 9)
+        #expect(try Connection(path: path).userVersion == 10)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.searchIndexIsStale())
         // The PNG's title matches; the bytes of its body are not indexed.
@@ -580,7 +590,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 9)
+        #expect(try Connection(path: path).userVersion == 10)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -607,7 +617,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 9)
+        #expect(try Connection(path: path).userVersion == 10)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -639,7 +649,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 9)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 10)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }

@@ -40,7 +40,7 @@ import Testing
         #expect(try outbox(fixture).isEmpty)
     }
 
-    @Test func aNoteDeletedBeforeAnythingWasFrozenSendsNothingAndIsGoneByTheNextSession() throws {
+    @Test func aNoteDeletedBeforeAnythingWasFrozenSendsNothingAndIsGoneOnceOutOfTheTrash() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
         try fixture.store.createNote(in: .root, title: "temp.md", body: Data(utf8: "x"))
@@ -48,8 +48,12 @@ import Testing
         #expect(try outbox(fixture).isEmpty)
         #expect(try fixture.store.freezeBatch().isEmpty)
         try fixture.store.beginSession()
+        #expect(try fixture.store.trashEntries().count == 1)
+        try fixture.store.emptyTrash()
+        try fixture.store.beginSession()
         let db = try Connection(path: fixture.databasePath)
         #expect(try db.queryOne("SELECT count(*) FROM notes") { $0.int(0) } == 0)
+        #expect(try fixture.store.freezeBatch().isEmpty)
     }
 
     @Test func aNoteDeletedAfterItWasSentBecomesATombstone() throws {

@@ -1,0 +1,38 @@
+import Foundation
+import NotesStore
+
+extension ControlDirectory.Node {
+    /// True for a note or folder shown inside `.notesfs/trash`.
+    var isInTrash: Bool {
+        switch self {
+        case .trashItem, .trashDirectory: true
+        default: false
+        }
+    }
+}
+
+// Moving a note (or a folder) out of `.notesfs/trash` restores it: the same
+// note, with its last text, at the name the move gives.
+extension NotesFileSystem {
+    func moveOutOfTrash(_ source: ControlDirectory.Node, name: String, newParent: UInt64, newName: String) throws {
+        // Within the control directory (or into it) nothing moves.
+        if ControlDirectory.owns(newParent) || control.child(ofInode: newParent, name: newName) != nil {
+            throw FileSystemError.notPermitted
+        }
+        let to = try directory(newParent)
+        switch source {
+        case .trashItem(let seq):
+            let id = try store.restoreFromTrash(seq, to: .at(to, name: newName))
+            log.info("restored note \(id) from the trash ('\(name)' moved out as '\(newName)')")
+        case .trashDirectory(let number):
+            guard let path = control.trashDirectories.path(number) else { throw FileSystemError.notFound }
+            let ids = try store.restoreTrashDirectory(path, to: .at(to, name: newName))
+            log.info("restored \(ids.count) notes from the trash folder '\(path)' (moved out as '\(newName)')")
+        default:
+            throw FileSystemError.notPermitted
+        }
+        // The kernel now shows the trash entry's inode at the new name; its
+        // entry expires at once (`CacheTimeouts.entrySeconds(of:)`), so the
+        // next path walk looks the name up and finds the note.
+    }
+}
