@@ -131,87 +131,89 @@ extension PostgresServerStore {
         async throws -> HistoryTrimReport
     {
         let id = account.rawValue
-        return try await run { [self] connection in
+        let cutoff = SQLiteServerStore.milliseconds(replacedBefore)
+        // Versions replaced before the period, found by the (account, replaced_at) index.
+        var report = try await run { [self] connection in
             try retrying(connection) {
-                // The push lock order: the account row first.
-                try connection.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", id)
-                let expired = try connection.execute(
+                try Self.remove(
                     """
-                    WITH gone AS (
-                        DELETE FROM entity_versions v USING (
-                            SELECT kind, id, version FROM entity_versions
-                            WHERE account_id = $1 AND replaced_at < $2 ORDER BY replaced_at LIMIT $3
-                        ) d
-                        WHERE v.account_id = $1 AND v.kind = d.kind AND v.id = d.id AND v.version = d.version
-                        RETURNING octet_length(v.name) + coalesce(octet_length(v.body), 0) AS size, v.replaced_at)
-                    SELECT count(*), coalesce(sum(size), 0)::bigint, coalesce(max(replaced_at), 0) FROM gone
-                    """, id, SQLiteServerStore.milliseconds(replacedBefore), Int64(versionsMax))
-                var report = HistoryTrimReport(
-                    versions: try expired.int(0, 0), bytes: try expired.int64(0, 1), done: false)
-                var newestRemoved = try expired.int64(0, 2)
-                if report.versions < versionsMax {
-                    let sizes = try connection.execute(
-                        """
-                        SELECT
-                            (SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(body), 0)), 0)::bigint
-                                FROM entities WHERE account_id = $1 AND NOT deleted),
-                            (SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(body), 0)), 0)::bigint
-                                FROM entity_versions WHERE account_id = $1)
-                        """, id)
-                    var held = try sizes.int64(0, 1)
-                    let limit = budget.bytesMax(liveBytes: try sizes.int64(0, 0))
-                    var exhausted = true
-                    if held > limit {
-                        let room = versionsMax - report.versions
-                        // Oldest first; never the last text of a note deleted now.
-                        let oldest = try connection.execute(
-                            """
-                            SELECT v.kind, v.id, v.version, octet_length(v.name) + coalesce(octet_length(v.body), 0),
-                                v.replaced_at
-                            FROM entity_versions v
-                            WHERE v.account_id = $1 AND NOT (
-                                NOT v.deleted
-                                AND EXISTS (SELECT 1 FROM entities e
-                                    WHERE e.account_id = v.account_id AND e.kind = v.kind AND e.id = v.id AND e.deleted)
-                                AND NOT EXISTS (SELECT 1 FROM entity_versions w
-                                    WHERE w.account_id = v.account_id AND w.kind = v.kind AND w.id = v.id
-                                        AND w.version > v.version AND NOT w.deleted))
-                            ORDER BY v.replaced_at, v.version LIMIT $2
-                            """, id, Int64(room))
-                        var kinds: [String] = []
-                        var ids: [UUID?] = []
-                        var versions: [Int64] = []
-                        for row in 0..<oldest.rowCount where held > limit {
-                            kinds.append(try oldest.string(row, 0))
-                            ids.append(try oldest.uuid(row, 1))
-                            versions.append(try oldest.int64(row, 2))
-                            let size = try oldest.int64(row, 3)
-                            held -= size
-                            report.bytes += size
-                            newestRemoved = max(newestRemoved, try oldest.int64(row, 4))
-                        }
-                        if !versions.isEmpty {
-                            try connection.execute(
-                                """
-                                DELETE FROM entity_versions v
-                                USING unnest($2::text[], $3::uuid[], $4::int8[]) AS d(kind, id, version)
-                                WHERE v.account_id = $1 AND v.kind = d.kind AND v.id = d.id AND v.version = d.version
-                                """, id, PostgresValue.array(.text(kinds)), PostgresValue.array(.uuid(ids)),
-                                PostgresValue.array(.int64(versions)))
-                            report.versions += versions.count
-                        }
-                        exhausted = oldest.rowCount < room
-                    }
-                    report.done = held <= limit || exhausted
-                }
-                if newestRemoved > 0 {
-                    try connection.execute(
-                        "UPDATE accounts SET history_since = greatest(history_since, $2) WHERE account_id = $1", id,
-                        newestRemoved)
-                }
-                return report
+                    SELECT kind, id, version FROM entity_versions
+                    WHERE account_id = $1 AND replaced_at < $2 ORDER BY replaced_at LIMIT $3
+                    """, [.int(id), .int(cutoff), .int(Int64(versionsMax))], account: id, connection)
             }
         }
+        guard report.versions < versionsMax else { return report }
+        // Weighed outside any transaction: no push waits on the sums.
+        let (live, held) = try await run { connection in
+            let sizes = try connection.execute(
+                """
+                SELECT
+                    (SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(body), 0)), 0)::bigint
+                        FROM entities WHERE account_id = $1 AND NOT deleted),
+                    (SELECT coalesce(sum(octet_length(name) + coalesce(octet_length(body), 0)), 0)::bigint
+                        FROM entity_versions WHERE account_id = $1)
+                """, id)
+            return (try sizes.int64(0, 0), try sizes.int64(0, 1))
+        }
+        let excess = held - budget.bytesMax(liveBytes: live)
+        guard excess > 0 else {
+            report.done = true
+            return report
+        }
+        let room = versionsMax - report.versions
+        // The oldest first, never the last text of a note deleted now, up to
+        // the excess: the running sum stops the list where it is covered.
+        let step = try await run { [self] connection in
+            try retrying(connection) {
+                var removed = try Self.remove(
+                    """
+                    SELECT kind, id, version FROM (
+                        SELECT v.kind, v.id, v.version, v.replaced_at,
+                            sum(octet_length(v.name) + coalesce(octet_length(v.body), 0))
+                                OVER (ORDER BY v.replaced_at, v.version) AS running,
+                            octet_length(v.name) + coalesce(octet_length(v.body), 0) AS size
+                        FROM entity_versions v
+                        WHERE v.account_id = $1 AND NOT (
+                            NOT v.deleted
+                            AND EXISTS (SELECT 1 FROM entities e
+                                WHERE e.account_id = v.account_id AND e.kind = v.kind AND e.id = v.id AND e.deleted)
+                            AND NOT EXISTS (SELECT 1 FROM entity_versions w
+                                WHERE w.account_id = v.account_id AND w.kind = v.kind AND w.id = v.id
+                                    AND w.version > v.version AND NOT w.deleted))
+                        ORDER BY v.replaced_at, v.version LIMIT $2
+                    ) oldest
+                    WHERE running - size < $3
+                    """, [.int(id), .int(Int64(room)), .int(excess)], account: id, connection)
+                // Covered, or every candidate went and none is left.
+                removed.done = removed.bytes >= excess || removed.versions < room
+                return removed
+            }
+        }
+        report.versions += step.versions
+        report.bytes += step.bytes
+        report.done = step.done
+        return report
+    }
+
+    /// Deletes the history rows of `account` that `select` names (kind, id,
+    /// version), taking the account row first (the push lock order), and
+    /// moves the account's `history_since` past them. Runs in a transaction.
+    private static func remove(
+        _ select: String, _ arguments: [PostgresValue], account: Int64, _ connection: PostgresConnection
+    ) throws -> HistoryTrimReport {
+        try connection.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", account)
+        let gone = try connection.execute(
+            """
+            WITH gone AS (
+                DELETE FROM entity_versions v USING (\(select)) d
+                WHERE v.account_id = $1 AND v.kind = d.kind AND v.id = d.id AND v.version = d.version
+                RETURNING octet_length(v.name) + coalesce(octet_length(v.body), 0) AS size, v.replaced_at),
+            marked AS (
+                UPDATE accounts SET history_since = greatest(history_since, (SELECT max(replaced_at) FROM gone))
+                WHERE account_id = $1 AND EXISTS (SELECT 1 FROM gone))
+            SELECT count(*), coalesce(sum(size), 0)::bigint FROM gone
+            """, arguments: arguments)
+        return HistoryTrimReport(versions: try gone.int(0, 0), bytes: try gone.int64(0, 1), done: false)
     }
 
     // MARK: Rows

@@ -117,70 +117,86 @@ extension SQLiteServerStore {
     public func trimHistory(account: AccountID, replacedBefore: Date, budget: HistoryBudget, versionsMax: Int)
         async throws -> HistoryTrimReport
     {
-        try await write { connection in
-            let id = account.rawValue
-            var report = HistoryTrimReport(done: false)
-            var newestRemoved: Int64 = 0
-            func remove(_ rows: [(rowid: Int64, size: Int64, replacedAt: Int64)]) throws {
-                for row in rows {
-                    try connection.run("DELETE FROM entity_versions WHERE rowid = ?", row.rowid)
-                    report.versions += 1
-                    report.bytes += row.size
-                    newestRemoved = max(newestRemoved, row.replacedAt)
-                }
-            }
+        let id = account.rawValue
+        let cutoff = Self.milliseconds(replacedBefore)
+        // Versions replaced before the period, found by the (account, replaced_at) index.
+        var report = try await write { connection in
             let expired = try connection.query(
                 """
                 SELECT rowid, length(name) + ifnull(length(body), 0), replaced_at FROM entity_versions
                 WHERE account_id = ? AND replaced_at < ? ORDER BY replaced_at LIMIT ?
-                """, id, Self.milliseconds(replacedBefore), versionsMax
-            ) { row in (rowid: row.int64(0), size: row.int64(1), replacedAt: row.int64(2)) }
-            try remove(expired)
-            if expired.count < versionsMax {
-                let live =
-                    try connection.queryOne(
-                        """
-                        SELECT ifnull(sum(length(name) + ifnull(length(body), 0)), 0) FROM entities
-                        WHERE account_id = ? AND deleted = 0
-                        """, id, map: { $0.int64(0) }) ?? 0
-                var held =
-                    try connection.queryOne(
-                        "SELECT ifnull(sum(length(name) + ifnull(length(body), 0)), 0) FROM entity_versions WHERE account_id = ?",
-                        id, map: { $0.int64(0) }) ?? 0
-                let limit = budget.bytesMax(liveBytes: live)
-                var exhausted = true
-                if held > limit {
-                    let room = versionsMax - expired.count
-                    // Oldest first; never the last text of a note deleted now.
-                    let oldest = try connection.query(
-                        """
-                        SELECT v.rowid, length(v.name) + ifnull(length(v.body), 0), v.replaced_at FROM entity_versions v
-                        WHERE v.account_id = ?1 AND NOT (
-                            v.deleted = 0
-                            AND EXISTS (SELECT 1 FROM entities e
-                                WHERE e.account_id = v.account_id AND e.kind = v.kind AND e.id = v.id AND e.deleted = 1)
-                            AND NOT EXISTS (SELECT 1 FROM entity_versions w
-                                WHERE w.account_id = v.account_id AND w.kind = v.kind AND w.id = v.id
-                                    AND w.version > v.version AND w.deleted = 0))
-                        ORDER BY v.replaced_at, v.version LIMIT ?2
-                        """, id, room
-                    ) { row in (rowid: row.int64(0), size: row.int64(1), replacedAt: row.int64(2)) }
-                    var chosen: [(rowid: Int64, size: Int64, replacedAt: Int64)] = []
-                    for row in oldest where held > limit {
-                        chosen.append(row)
-                        held -= row.size
-                    }
-                    try remove(chosen)
-                    exhausted = oldest.count < room
-                }
-                report.done = held <= limit || exhausted
-            }
-            if newestRemoved > 0 {
-                try connection.run(
-                    "UPDATE accounts SET history_since = max(history_since, ?) WHERE account_id = ?", newestRemoved, id)
-            }
+                """, id, cutoff, versionsMax, map: Self.trimmable)
+            return try Self.remove(expired, account: id, connection)
+        }
+        guard report.versions < versionsMax else { return report }
+        // Weighed on a read connection: the writer, and every push, never waits on the sums.
+        let (live, held) = try await read { connection in
+            let live = try connection.queryOne(
+                "SELECT ifnull(sum(length(name) + ifnull(length(body), 0)), 0) FROM entities WHERE account_id = ? AND deleted = 0",
+                id, map: { $0.int64(0) })
+            let held = try connection.queryOne(
+                "SELECT ifnull(sum(length(name) + ifnull(length(body), 0)), 0) FROM entity_versions WHERE account_id = ?",
+                id, map: { $0.int64(0) })
+            return (live ?? 0, held ?? 0)
+        }
+        let excess = held - budget.bytesMax(liveBytes: live)
+        guard excess > 0 else {
+            report.done = true
             return report
         }
+        let room = versionsMax - report.versions
+        let step = try await write { connection in
+            // Oldest first; never the last text of a note deleted now.
+            let oldest = try connection.query(
+                """
+                SELECT v.rowid, length(v.name) + ifnull(length(v.body), 0), v.replaced_at FROM entity_versions v
+                WHERE v.account_id = ?1 AND NOT (
+                    v.deleted = 0
+                    AND EXISTS (SELECT 1 FROM entities e
+                        WHERE e.account_id = v.account_id AND e.kind = v.kind AND e.id = v.id AND e.deleted = 1)
+                    AND NOT EXISTS (SELECT 1 FROM entity_versions w
+                        WHERE w.account_id = v.account_id AND w.kind = v.kind AND w.id = v.id
+                            AND w.version > v.version AND w.deleted = 0))
+                ORDER BY v.replaced_at, v.version LIMIT ?2
+                """, id, room, map: Self.trimmable)
+            var left = excess
+            var chosen: [Trimmable] = []
+            for row in oldest where left > 0 {
+                chosen.append(row)
+                left -= row.size
+            }
+            var removed = try Self.remove(chosen, account: id, connection)
+            removed.done = left <= 0 || oldest.count < room
+            return removed
+        }
+        report.versions += step.versions
+        report.bytes += step.bytes
+        report.done = step.done
+        return report
+    }
+
+    /// A history row trimming may remove.
+    typealias Trimmable = (rowid: Int64, size: Int64, replacedAt: Int64)
+
+    private static func trimmable(_ row: Row) -> Trimmable {
+        (rowid: row.int64(0), size: row.int64(1), replacedAt: row.int64(2))
+    }
+
+    /// Deletes `rows` and moves the account's `history_since` past them.
+    private static func remove(_ rows: [Trimmable], account: Int64, _ connection: Connection) throws
+        -> HistoryTrimReport
+    {
+        var report = HistoryTrimReport(done: false)
+        for row in rows {
+            try connection.run("DELETE FROM entity_versions WHERE rowid = ?", row.rowid)
+            report.versions += 1
+            report.bytes += row.size
+        }
+        if let newest = rows.map(\.replacedAt).max() {
+            try connection.run(
+                "UPDATE accounts SET history_since = max(history_since, ?) WHERE account_id = ?", newest, account)
+        }
+        return report
     }
 
     // MARK: Rows

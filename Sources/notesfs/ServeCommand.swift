@@ -154,23 +154,8 @@ struct ServeCommand: Command {
                     + "a deleted note's history goes with its tombstone")
         }
 
-        // History trimming runs at start and every ten minutes, in short
-        // steps, so the history stays near its period and budget.
-        let trimming = Task {
-            while !Task.isCancelled {
-                do {
-                    let report = try await server.trimHistory()
-                    if report.versions > 0 {
-                        logger.log("history: removed \(report.versions) versions (\(report.bytes) bytes)")
-                    }
-                } catch {
-                    logger.log("history trimming failed: \(error)")
-                }
-                try? await Task.sleep(for: .seconds(historyTrimIntervalSeconds))
-            }
-        }
-
-        // Retention runs at start and every hour.
+        // Retention, then history trimming (in short steps, so pushes never
+        // wait long), at start and every hour.
         let maintenance = Task {
             while !Task.isCancelled {
                 do {
@@ -180,6 +165,14 @@ struct ServeCommand: Command {
                     }
                 } catch {
                     logger.log("retention failed: \(error)")
+                }
+                do {
+                    let report = try await server.trimHistory()
+                    if report.versions > 0 {
+                        logger.log("history: removed \(report.versions) versions (\(report.bytes) bytes)")
+                    }
+                } catch {
+                    logger.log("history trimming failed: \(error)")
                 }
                 try? await Task.sleep(for: .seconds(3_600))
             }
@@ -219,7 +212,6 @@ struct ServeCommand: Command {
         http.stop(graceSeconds: 10)
         revocations.cancel()
         maintenance.cancel()
-        trimming.cancel()
         marking.cancel()
         if let keeper {
             do {
@@ -232,9 +224,6 @@ struct ServeCommand: Command {
         logger.log("notesfs serve: stopped")
         return 0
     }
-
-    /// How often the history is trimmed while serving.
-    static let historyTrimIntervalSeconds = 600
 
     /// How often the counter mark is brought up to date while serving.
     static let counterMarkIntervalSeconds = 2
