@@ -44,19 +44,15 @@ public struct VersionRecord: Hashable, Sendable {
             size: deleted ? 0 : size, name: deleted ? nil : name, parentId: deleted ? nil : parentId)
     }
 
-    /// The version with its content, as it travels.
+    /// The version with its content, as it travels (the payload as the feed sends it).
     public var wire: HistoricEntity {
-        var entity = HistoricEntity(
+        let payload = StoredEntity(
+            ref: ref, version: version, changeId: changeId, deleted: deleted, name: name, body: body,
+            parentId: parentId, updatedAt: time
+        ).wire
+        return HistoricEntity(
             kind: ref.kind, id: ref.id, version: version, changeId: changeId, time: time, device: device,
-            deleted: deleted)
-        guard !deleted else { return entity }
-        switch ref.kind {
-        case .note:
-            entity.note = NotePayload(title: name, bodyBytes: body, folderId: parentId.map(FolderID.init))
-        case .folder:
-            entity.folder = FolderPayload(name: name, parentId: parentId.map(FolderID.init))
-        }
-        return entity
+            deleted: deleted, note: payload.note, folder: payload.folder)
     }
 
     /// About how many bytes this version adds to a page.

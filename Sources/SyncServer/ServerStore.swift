@@ -138,11 +138,12 @@ public protocol ServerStore: Sendable {
     /// The accounts whose history holds any version.
     func historyAccounts() async throws -> [AccountID]
 
-    /// One trimming step for one account, in one short transaction removing
-    /// at most `versionsMax` versions: first those replaced before
-    /// `replacedBefore`, then, while the history is over `budget`, the
-    /// oldest replaced others, except the text each deleted note had when it
-    /// was deleted. Moves the account's `keptSince` past what it removed.
+    /// One trimming step for one account, removing at most `versionsMax`
+    /// versions in short transactions (the budget is weighed outside them):
+    /// first those replaced before `replacedBefore`, then, while the history
+    /// is over `budget`, the oldest replaced others, except the text each
+    /// deleted note had when it was deleted. Moves the account's `keptSince`
+    /// past what it removed. `done` is false when another step should run.
     func trimHistory(account: AccountID, replacedBefore: Date, budget: HistoryBudget, versionsMax: Int) async throws
         -> HistoryTrimReport
 

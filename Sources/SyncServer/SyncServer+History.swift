@@ -9,8 +9,7 @@ import SyncProtocol
 extension SyncServer {
     func historyVersions(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
         let ref = try entityParameter(request)
-        let limit = min(try integer(request, Endpoint.Query.limit) ?? limits.indexRowsMax, limits.indexRowsMax)
-        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
+        let limit = try pageLimit(request, max: limits.indexRowsMax)
         let before = try versionParameter(request, Endpoint.Query.before)
         let read = try await store.versions(account: account, ref: ref, before: before, rowsMax: limit)
         var response = ServerResponse.json(
@@ -38,15 +37,8 @@ extension SyncServer {
         guard let at = WireTime.parse(text) else {
             throw ServerError.badRequest("at must be an RFC 3339 time such as 2025-01-05T14:03:22Z")
         }
-        let limit = min(try integer(request, Endpoint.Query.limit) ?? limits.pageRowsMax, limits.pageRowsMax)
-        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
-        var after: EntityRef?
-        if let token = request.query[Endpoint.Query.after] {
-            guard let ref = EntityRef(token) else {
-                throw ServerError.badRequest("after must be the nextAfter of a previous page")
-            }
-            after = ref
-        }
+        let limit = try pageLimit(request, max: limits.pageRowsMax)
+        let after = try afterParameter(request)
         let read = try await store.tree(
             account: account, at: at, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
         var response = ServerResponse.json(

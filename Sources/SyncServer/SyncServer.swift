@@ -336,15 +336,8 @@ public final class SyncServer: Sendable {
     // MARK: Index and fetch
 
     private func index(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
-        let limit = min(try integer(request, Endpoint.Query.limit) ?? limits.indexRowsMax, limits.indexRowsMax)
-        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
-        var after: EntityRef?
-        if let text = request.query[Endpoint.Query.after] {
-            guard let ref = EntityRef(text) else {
-                throw ServerError.badRequest("after must be the nextAfter of a previous page")
-            }
-            after = ref
-        }
+        let limit = try pageLimit(request, max: limits.indexRowsMax)
+        let after = try afterParameter(request)
         let epoch = try await store.epoch()
         let read = try await store.index(account: account, after: after, rowsMax: limit)
         var response = ServerResponse.json(
@@ -387,6 +380,22 @@ public final class SyncServer: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The `limit` parameter, cut to `max`; `max` when absent.
+    func pageLimit(_ request: ServerRequest, max: Int) throws -> Int {
+        let limit = min(try integer(request, Endpoint.Query.limit) ?? max, max)
+        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
+        return limit
+    }
+
+    /// The `after` parameter of a page by (kind, id): a previous page's `nextAfter`.
+    func afterParameter(_ request: ServerRequest) throws -> EntityRef? {
+        guard let text = request.query[Endpoint.Query.after] else { return nil }
+        guard let ref = EntityRef(text) else {
+            throw ServerError.badRequest("after must be the nextAfter of a previous page")
+        }
+        return ref
+    }
 
     func integer(_ request: ServerRequest, _ name: String) throws -> Int? {
         guard let text = request.query[name] else { return nil }

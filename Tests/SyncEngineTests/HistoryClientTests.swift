@@ -1,5 +1,4 @@
 import Foundation
-import HTTPServer
 import NotesModel
 import NotesStore
 import SyncEngine
@@ -11,35 +10,7 @@ import Testing
 /// The client's side of the server's history (`HistoryTransport`) against
 /// the real server on loopback, with notes made and synced by real engines.
 @Suite(.serialized) struct HistoryClientTests {
-    /// A real HTTP server over a `SyncWorld`'s server, on an ephemeral port.
-    final class LiveServer: Sendable {
-        let world: SyncWorld
-        let http: HTTPServer
-        var url: URL { URL(string: "http://127.0.0.1:\(http.port)")! }
-
-        init() async throws {
-            world = try await SyncWorld()
-            http = try HTTPServer(
-                server: world.server,
-                configuration: HTTPServer.Configuration(
-                    address: ListenAddress(host: "127.0.0.1", port: 0),
-                    requestBodyBytesMax: world.server.configuration.limits.requestBodyBytesMax),
-                logger: SilentLogger())
-        }
-
-        func device(_ name: String) throws -> (store: NotesStore, transport: HTTPSyncTransport, engine: SyncEngine) {
-            var configuration = StoreConfiguration()
-            configuration.defaultDeviceName = name
-            let store = try NotesStore(path: world.directory.file("\(name).sqlite"), configuration: configuration)
-            let transport = HTTPSyncTransport(baseURL: url, token: world.token, device: try store.device().id)
-            return (store, transport, try SyncEngine(store: store, transport: transport))
-        }
-
-        func stop() {
-            http.stop(graceSeconds: 2)
-            world.remove()
-        }
-    }
+    typealias LiveServer = HTTPTransportTests.LiveServer
 
     @Test func versionsOneVersionAndThePastTreeComeBackThroughTheHTTPClient() async throws {
         let server = try await LiveServer()
