@@ -40,8 +40,9 @@ struct ServeCommand: Command {
                                  better when several processes share few cores)
           --retention-days N     Keep tombstones and answered change ids N days (default 90);
                                  a client offline longer resyncs through the index
-          --history-days N       Keep every replaced version of every note and folder N days
-                                 (default 30), for versions, restores and past trees
+          --history-days N       Keep every replaced version of every note and folder, deleted
+                                 ones too, N days (default 30): clients can list a note's
+                                 versions and read the tree as it was at any time since
           --history-max-mb N     Keep at most N MiB of replaced text per account (default:
                                  four times the account's live text, at least 64 MiB); the
                                  oldest versions go first, never a deleted note's last text
