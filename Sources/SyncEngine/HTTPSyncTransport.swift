@@ -31,7 +31,7 @@ public final class HTTPSyncTransport: SyncTransport {
 
     public let baseURL: URL
     /// The URL as the user gave it, for messages ("the server at … answered 404").
-    private var serverName: String { baseURL.absoluteString }
+    var serverName: String { baseURL.absoluteString }
     /// A PEM file of certificates to trust instead of the system's (`--ca-file`).
     public let caFile: String?
     /// Named in long polls, so the server does not wake them for this device's own pushes.
@@ -127,7 +127,7 @@ public final class HTTPSyncTransport: SyncTransport {
         return url
     }
 
-    private func send(
+    func send(
         method: String, path: String, query: [URLQueryItem] = [], body: Data? = nil,
         timeoutSeconds: Double = requestTimeoutSeconds, authorized: Bool = true
     ) async throws(TransportError) -> (Int, Data) {

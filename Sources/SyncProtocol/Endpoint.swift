@@ -10,6 +10,12 @@ public enum Endpoint {
     public static let index = "/v1/index"
     /// `POST` a `FetchRequest`; the reply is a `FetchResponse`.
     public static let fetch = "/v1/fetch"
+    /// `GET ?entity=<kind:id>&before=<version>&limit=<rows>`; the reply is a `VersionsPage`.
+    public static let historyVersions = "/v1/history/versions"
+    /// `GET ?entity=<kind:id>&version=<version>`; the reply is a `VersionResponse`.
+    public static let historyVersion = "/v1/history/version"
+    /// `GET ?at=<RFC 3339 time>&after=<token>&limit=<rows>`; the reply is a `TreePage`.
+    public static let historyTree = "/v1/history/tree"
     /// `GET`, no token: `{"status":"ok"}` while the server can serve.
     public static let healthz = "/healthz"
     /// `GET`, no token: Prometheus text format 0.0.4.
@@ -26,7 +32,15 @@ public enum Endpoint {
         /// The polling device's id on a `/v1/changes` long poll: the server
         /// does not wake it for that device's own pushes.
         public static let device = "device"
-        /// The `nextAfter` token of the previous `/v1/index` page.
+        /// The `nextAfter` token of the previous `/v1/index` or `/v1/history/tree` page.
         public static let after = "after"
+        /// The note or folder of a history request: `note:<id>` or `folder:<id>`.
+        public static let entity = "entity"
+        /// The `nextBefore` of the previous `/v1/history/versions` page.
+        public static let before = "before"
+        /// The version `/v1/history/version` answers with.
+        public static let version = "version"
+        /// The time `/v1/history/tree` shows the tree at (RFC 3339).
+        public static let at = "at"
     }
 }

@@ -96,11 +96,14 @@ final class PostgresPushTransaction: PushTransaction {
     /// (reads inside the push never need them: `PushProcessor` keeps what it
     /// wrote in its own map, and each entity is written at most once).
     private var writes: [StoredEntity] = []
+    /// Writes that replace a row, whose old row moves into the history.
+    private var superseded: [StoredEntity] = []
     private var records: [IdempotencyRecord] = []
     private var newCounter: Int64?
 
-    func write(_ entity: StoredEntity) throws {
+    func write(_ entity: StoredEntity, replacing previous: StoredEntity?) throws {
         writes.append(entity)
+        if previous != nil { superseded.append(entity) }
     }
 
     func remember(_ record: IdempotencyRecord) throws {
@@ -129,17 +132,37 @@ final class PostgresPushTransaction: PushTransaction {
                     + "\(placeholder(.int(entity.version))), \(placeholder(.text(entity.changeId.description)))::uuid, "
                     + "\(placeholder(.bool(entity.deleted))), \(placeholder(.text(entity.name))), \(placeholder(.bytes(entity.body))), "
                     + "\(placeholder(entity.parentId.map { .text(UUIDText.format($0)) } ?? .null))::uuid, "
-                    + "\(placeholder(.int(SQLiteServerStore.milliseconds(entity.updatedAt)))))"
+                    + "\(placeholder(.int(SQLiteServerStore.milliseconds(entity.updatedAt)))), "
+                    + "\(placeholder(entity.device.map { .text($0.description) } ?? .null))::uuid)"
+            }
+            if !superseded.isEmpty {
+                // Every part of one statement reads the snapshot from before
+                // it, so this copies the rows `written` replaces.
+                let kinds = placeholder(.array(.text(superseded.map(\.ref.kind.rawValue))))
+                let ids = placeholder(.array(.uuid(superseded.map(\.ref.id))))
+                let times = placeholder(
+                    .array(.int64(superseded.map { SQLiteServerStore.milliseconds($0.updatedAt) })))
+                parts.append(
+                    """
+                    superseded AS (
+                        INSERT INTO entity_versions(account_id, kind, id, version, change_id, deleted, name, body,
+                            parent_id, updated_at, device, replaced_at)
+                        SELECT e.account_id, e.kind, e.id, e.version, e.change_id, e.deleted, e.name, e.body,
+                            e.parent_id, e.updated_at, e.device, r.replaced_at
+                        FROM unnest(\(kinds)::text[], \(ids)::uuid[], \(times)::int8[]) AS r(kind, id, replaced_at)
+                        JOIN entities e ON e.account_id = $1 AND e.kind = r.kind AND e.id = r.id)
+                    """)
             }
             parts.append(
                 """
                 written AS (
-                    INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at)
+                    INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id,
+                        updated_at, device)
                     VALUES \(rows.joined(separator: ", "))
                     ON CONFLICT (account_id, kind, id) DO UPDATE SET
                         version = excluded.version, change_id = excluded.change_id, deleted = excluded.deleted,
                         name = excluded.name, body = excluded.body, parent_id = excluded.parent_id,
-                        updated_at = excluded.updated_at)
+                        updated_at = excluded.updated_at, device = excluded.device)
                 """)
         }
         if !records.isEmpty {
@@ -160,6 +183,7 @@ final class PostgresPushTransaction: PushTransaction {
         let sql = parts.isEmpty ? main : "WITH " + parts.joined(separator: ", ") + " " + main
         try connection.execute(sql, arguments: arguments)
         writes = []
+        superseded = []
         records = []
         newCounter = nil
     }

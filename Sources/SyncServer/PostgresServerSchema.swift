@@ -9,7 +9,7 @@ import PostgresKit
 /// keyed by the schema name, so several `notesfs serve` processes starting at
 /// once migrate exactly once: the others wait, then find the work done.
 enum PostgresServerSchema {
-    static let currentVersion = 2
+    static let currentVersion = 3
 
     /// The steps, in order; step `n` brings the schema from version n-1 to n.
     static let steps: [String] = [
@@ -57,6 +57,29 @@ enum PostgresServerSchema {
         // When each token last authenticated a request (`account tokens`).
         """
         ALTER TABLE tokens ADD COLUMN last_used_at bigint;
+        """,
+        // The history: every replaced version, with the device that pushed
+        // it and when it was replaced (docs/server.md "History"). Accounts
+        // that already hold notes have no history before now.
+        """
+        ALTER TABLE entities ADD COLUMN device uuid;
+        ALTER TABLE accounts ADD COLUMN history_since bigint NOT NULL DEFAULT 0;
+        UPDATE accounts SET history_since = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE counter > 0;
+        CREATE TABLE entity_versions(
+            account_id bigint NOT NULL,
+            kind text NOT NULL CHECK (kind IN ('folder', 'note')),
+            id uuid NOT NULL,
+            version bigint NOT NULL,
+            change_id uuid NOT NULL,
+            deleted boolean NOT NULL,
+            name text NOT NULL,
+            body bytea,
+            parent_id uuid,
+            updated_at bigint NOT NULL,
+            device uuid,
+            replaced_at bigint NOT NULL,
+            PRIMARY KEY(account_id, kind, id, version));
+        CREATE INDEX entity_versions_by_age ON entity_versions(account_id, replaced_at);
         """,
     ]
 

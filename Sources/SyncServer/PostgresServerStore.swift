@@ -202,7 +202,7 @@ public final class PostgresServerStore: ServerStore {
 
     /// Runs `body` on a pooled connection and turns every error into a
     /// `ServerStoreError` (errors thrown by a push body pass through).
-    private func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         guard !closed.load(ordering: .acquiring) else { throw ServerStoreError.unavailable("the store is closed") }
         do {
             return try await pool.withConnection(body)
@@ -224,7 +224,7 @@ public final class PostgresServerStore: ServerStore {
 
     /// Runs `body` in a transaction, again after a deadlock or serialization
     /// failure (each attempt rolled back whole), with a short random pause.
-    private func retrying<T>(
+    func retrying<T>(
         _ connection: PostgresConnection, begin: String = "BEGIN", _ body: () throws -> T
     ) throws -> T {
         var attempt = 0
@@ -566,12 +566,24 @@ public final class PostgresServerStore: ServerStore {
             let removed = try await run { [self] connection in
                 try retrying(connection) {
                     try connection.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", account)
+                    // The history of a removed tombstone goes with it: a tree
+                    // before the deletion is no longer whole.
                     try connection.execute(
                         """
                         UPDATE accounts SET purged_through = greatest(purged_through, coalesce((
                             SELECT max(version) FROM entities
-                            WHERE account_id = $1 AND deleted AND updated_at < $2), 0))
+                            WHERE account_id = $1 AND deleted AND updated_at < $2), 0)),
+                            history_since = greatest(history_since, coalesce((
+                            SELECT max(v.replaced_at) FROM entities e JOIN entity_versions v
+                                ON v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id
+                            WHERE e.account_id = $1 AND e.deleted AND e.updated_at < $2), 0))
                         WHERE account_id = $1
+                        """, account, cutoff)
+                    try connection.execute(
+                        """
+                        DELETE FROM entity_versions v USING entities e
+                        WHERE v.account_id = $1 AND e.account_id = $1 AND e.kind = v.kind AND e.id = v.id
+                            AND e.deleted AND e.updated_at < $2
                         """, account, cutoff)
                     let tombstones = try connection.execute(
                         "DELETE FROM entities WHERE account_id = $1 AND deleted AND updated_at < $2", account, cutoff

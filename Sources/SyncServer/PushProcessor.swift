@@ -90,7 +90,8 @@ enum PushProcessor {
     /// every version up to the new head is this push's own, and `caughtUp`
     /// returns that head so the client need not pull its own changes back.
     static func apply(
-        _ changes: [PreparedChange], in transaction: any PushTransaction, now: Date, clientCounter: Int64
+        _ changes: [PreparedChange], in transaction: any PushTransaction, device: DeviceID, now: Date,
+        clientCounter: Int64
     ) throws -> (results: [Data], tally: PushTally, caughtUp: Int64?) {
         var counter = try transaction.lockAccount()
         let startCounter = counter
@@ -132,8 +133,9 @@ enum PushProcessor {
                 let entity = StoredEntity(
                     ref: change.ref, version: counter, changeId: change.changeId, deleted: change.op == .delete,
                     name: change.note?.title ?? change.folder?.name ?? "", body: prepared.body,
-                    parentId: change.note?.folderId?.uuid ?? change.folder?.parentId?.uuid, updatedAt: now)
-                try transaction.write(entity)
+                    parentId: change.note?.folderId?.uuid ?? change.folder?.parentId?.uuid, updatedAt: now,
+                    device: device)
+                try transaction.write(entity, replacing: existing)
                 current[change.ref] = entity
                 outcome = .applied(version: counter)
                 tally.applied += 1

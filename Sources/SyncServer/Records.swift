@@ -28,10 +28,12 @@ public struct StoredEntity: Hashable, Sendable {
     public var parentId: UUID?
     /// When the row was written (server clock), for tombstone retention.
     public var updatedAt: Date
+    /// The device that pushed the change; nil when read back without it.
+    public var device: DeviceID?
 
     public init(
         ref: EntityRef, version: Int64, changeId: ChangeID, deleted: Bool, name: String, body: Data,
-        parentId: UUID?, updatedAt: Date
+        parentId: UUID?, updatedAt: Date, device: DeviceID? = nil
     ) {
         self.ref = ref
         self.version = version
@@ -41,6 +43,7 @@ public struct StoredEntity: Hashable, Sendable {
         self.body = body
         self.parentId = parentId
         self.updatedAt = updatedAt
+        self.device = device
     }
 
     /// The row as it travels.

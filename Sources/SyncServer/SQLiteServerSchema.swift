@@ -4,9 +4,11 @@ import SQLiteKit
 /// The SQLite server schema and its migrations (`PRAGMA user_version`).
 /// Every table is keyed by account first.
 enum SQLiteServerSchema {
-    static let currentVersion = 2
+    static let currentVersion = 3
 
-    static func migrate(_ connection: Connection) throws {
+    /// `now` stamps where the history of accounts that existed before
+    /// version 3 starts (their older versions were never kept).
+    static func migrate(_ connection: Connection, now: Date = Date()) throws {
         let version = try connection.userVersion
         guard version <= currentVersion else {
             throw ServerStoreError.failure(
@@ -67,6 +69,33 @@ enum SQLiteServerSchema {
                 // When each token last authenticated a request (`account tokens`).
                 try connection.execute("ALTER TABLE tokens ADD COLUMN last_used_at INTEGER")
                 try connection.setUserVersion(2)
+            }
+            if version < 3 {
+                // The history: every replaced version, with the device that
+                // pushed it and when it was replaced (docs/server.md "History").
+                try connection.execute(
+                    """
+                    ALTER TABLE entities ADD COLUMN device TEXT;
+                    ALTER TABLE accounts ADD COLUMN history_since INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE entity_versions(
+                        account_id INTEGER NOT NULL,
+                        kind TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        change_id TEXT NOT NULL,
+                        deleted INTEGER NOT NULL,
+                        name TEXT NOT NULL,
+                        body BLOB,
+                        parent_id TEXT,
+                        updated_at INTEGER NOT NULL,
+                        device TEXT,
+                        replaced_at INTEGER NOT NULL,
+                        PRIMARY KEY(account_id, kind, id, version));
+                    CREATE INDEX entity_versions_by_age ON entity_versions(account_id, replaced_at);
+                    """)
+                try connection.run(
+                    "UPDATE accounts SET history_since = ? WHERE counter > 0", SQLiteServerStore.milliseconds(now))
+                try connection.setUserVersion(3)
             }
         }
     }

@@ -77,7 +77,7 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         do {
             return try await writer.write(body)
         } catch {
@@ -335,6 +335,20 @@ public final class SQLiteServerStore: ServerStore {
                     SELECT max(version) FROM entities e
                     WHERE e.account_id = accounts.account_id AND e.deleted = 1 AND e.updated_at < ?), 0))
                 """, cutoff)
+            // The history of a removed tombstone goes with it: a tree before
+            // the deletion is no longer whole.
+            try connection.run(
+                """
+                UPDATE accounts SET history_since = max(history_since, ifnull((
+                    SELECT max(v.replaced_at) FROM entities e JOIN entity_versions v
+                        ON v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id
+                    WHERE e.account_id = accounts.account_id AND e.deleted = 1 AND e.updated_at < ?), 0))
+                """, cutoff)
+            try connection.run(
+                """
+                DELETE FROM entity_versions WHERE (account_id, kind, id) IN (
+                    SELECT account_id, kind, id FROM entities WHERE deleted = 1 AND updated_at < ?)
+                """, cutoff)
             try connection.run("DELETE FROM entities WHERE deleted = 1 AND updated_at < ?", cutoff)
             let tombstones = connection.changes
             try connection.run("DELETE FROM seen_changes WHERE created_at < ?", cutoff)
@@ -460,20 +474,33 @@ final class SQLitePushTransaction: PushTransaction {
             """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id), map: SQLiteServerStore.entity)
     }
 
-    func write(_ entity: StoredEntity) throws {
+    func write(_ entity: StoredEntity, replacing previous: StoredEntity?) throws {
+        let kind = entity.ref.kind.rawValue
+        let id = UUIDText.format(entity.ref.id)
+        let now = SQLiteServerStore.milliseconds(entity.updatedAt)
+        if previous != nil {
+            // Copied inside SQLite, so the old body is never read into memory.
+            try connection.run(
+                """
+                INSERT INTO entity_versions(
+                    account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device,
+                    replaced_at)
+                SELECT account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device, ?4
+                FROM entities WHERE account_id = ?1 AND kind = ?2 AND id = ?3
+                """, account.rawValue, kind, id, now)
+        }
         try connection.run(
             """
-            INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(account_id, kind, id) DO UPDATE SET
                 version = excluded.version, change_id = excluded.change_id, deleted = excluded.deleted,
                 name = excluded.name, body = excluded.body, parent_id = excluded.parent_id,
-                updated_at = excluded.updated_at
+                updated_at = excluded.updated_at, device = excluded.device
             """,
             arguments: [
-                account.rawValue, entity.ref.kind.rawValue, UUIDText.format(entity.ref.id), entity.version,
-                entity.changeId.description, entity.deleted, entity.name, entity.body,
-                entity.parentId.map { UUIDText.format($0) }, SQLiteServerStore.milliseconds(entity.updatedAt),
+                account.rawValue, kind, id, entity.version, entity.changeId.description, entity.deleted, entity.name,
+                entity.body, entity.parentId.map { UUIDText.format($0) }, now, entity.device?.description,
             ])
     }
 

@@ -114,8 +114,38 @@ public protocol ServerStore: Sendable {
     func accountCount() async throws -> Int
 
     /// Removes tombstones and remembered change ids older than `date`, and
-    /// raises each account's retention mark past the removed tombstones.
+    /// raises each account's retention mark past the removed tombstones. The
+    /// history of a removed tombstone goes with it, and the account's
+    /// `keptSince` moves past the deletion.
     func purge(before date: Date) async throws -> PurgeReport
+
+    // MARK: History (docs/server.md "History")
+
+    /// The versions of `ref` the store keeps, newest first: the current row
+    /// (tombstone or not) and the replaced versions in the history, those
+    /// below `before` when it is given, at most `rowsMax`. Bodies are not read.
+    func versions(account: AccountID, ref: EntityRef, before: Int64?, rowsMax: Int) async throws -> VersionsRead
+
+    /// Version `version` of `ref` with its content; nil when it is not kept.
+    func version(account: AccountID, ref: EntityRef, version: Int64) async throws -> VersionRecord?
+
+    /// Looks at up to `rowsMax` entities after `after` in (kind, id) order and
+    /// returns those live at `at`, each at the version it had then (the newest
+    /// made at or before `at` and replaced after it), with their content, up
+    /// to about `bytesMax` bytes (at least one). Read in one snapshot.
+    func tree(account: AccountID, at: Date, after: EntityRef?, rowsMax: Int, bytesMax: Int) async throws -> TreeRead
+
+    /// The accounts whose history holds any version.
+    func historyAccounts() async throws -> [AccountID]
+
+    /// One trimming step for one account, removing at most `versionsMax`
+    /// versions in short transactions (the budget is weighed outside them):
+    /// first those replaced before `replacedBefore`, then, while the history
+    /// is over `budget`, the oldest replaced others, except the text each
+    /// deleted note had when it was deleted. Moves the account's `keptSince`
+    /// past what it removed. `done` is false when another step should run.
+    func trimHistory(account: AccountID, replacedBefore: Date, budget: HistoryBudget, versionsMax: Int) async throws
+        -> HistoryTrimReport
 
     /// Finishes queued work and closes the store; later calls fail with `unavailable`.
     func close() async
@@ -137,8 +167,10 @@ public protocol PushTransaction {
     func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity]
     /// Reads one row (for walking folder parents); the account lock covers it.
     func entity(_ ref: EntityRef) throws -> StoredEntity?
-    /// Inserts or replaces the row of `entity.ref`.
-    func write(_ entity: StoredEntity) throws
+    /// Inserts or replaces the row of `entity.ref`. `previous` is the row it
+    /// replaces (nil for a new entity): the store moves it into the history
+    /// in the same transaction, as replaced at `entity.updatedAt`.
+    func write(_ entity: StoredEntity, replacing previous: StoredEntity?) throws
     /// Remembers the first answer to a change id.
     func remember(_ record: IdempotencyRecord) throws
     /// Stores the account's new counter.

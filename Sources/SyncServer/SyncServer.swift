@@ -12,10 +12,19 @@ public final class SyncServer: Sendable {
         public var limits: ProtocolLimits
         /// How long tombstones and answered change ids are kept.
         public var tombstoneRetentionSeconds: Double
+        /// How long replaced versions are kept (`notesfs serve --history-days`).
+        public var historyRetentionSeconds: Double
+        /// How much replaced text each account's history may hold.
+        public var historyBudget: HistoryBudget
 
-        public init(limits: ProtocolLimits = .standard, tombstoneRetentionSeconds: Double = 90 * 86_400) {
+        public init(
+            limits: ProtocolLimits = .standard, tombstoneRetentionSeconds: Double = 90 * 86_400,
+            historyRetentionSeconds: Double = 30 * 86_400, historyBudget: HistoryBudget = HistoryBudget()
+        ) {
             self.limits = limits
             self.tombstoneRetentionSeconds = tombstoneRetentionSeconds
+            self.historyRetentionSeconds = historyRetentionSeconds
+            self.historyBudget = historyBudget
         }
     }
 
@@ -42,7 +51,7 @@ public final class SyncServer: Sendable {
 
     /// The routes, for metrics labels and method checks.
     enum Route: String, CaseIterable {
-        case push, changes, index, fetch, healthz, metrics, unknown
+        case push, changes, index, fetch, versions, version, tree, healthz, metrics, unknown
 
         init(path: String) {
             switch path {
@@ -50,6 +59,9 @@ public final class SyncServer: Sendable {
             case Endpoint.changes: self = .changes
             case Endpoint.index: self = .index
             case Endpoint.fetch: self = .fetch
+            case Endpoint.historyVersions: self = .versions
+            case Endpoint.historyVersion: self = .version
+            case Endpoint.historyTree: self = .tree
             case Endpoint.healthz: self = .healthz
             case Endpoint.metrics: self = .metrics
             default: self = .unknown
@@ -67,6 +79,9 @@ public final class SyncServer: Sendable {
             switch self {
             case .changes: [Endpoint.Query.since, Endpoint.Query.limit, Endpoint.Query.wait, Endpoint.Query.device]
             case .index: [Endpoint.Query.after, Endpoint.Query.limit]
+            case .versions: [Endpoint.Query.entity, Endpoint.Query.before, Endpoint.Query.limit]
+            case .version: [Endpoint.Query.entity, Endpoint.Query.version]
+            case .tree: [Endpoint.Query.at, Endpoint.Query.after, Endpoint.Query.limit]
             default: []
             }
         }
@@ -114,6 +129,12 @@ public final class SyncServer: Sendable {
             return try await index(request, account: try await authenticate(request))
         case .fetch:
             return try await fetch(request, account: try await authenticate(request))
+        case .versions:
+            return try await historyVersions(request, account: try await authenticate(request))
+        case .version:
+            return try await historyVersion(request, account: try await authenticate(request))
+        case .tree:
+            return try await historyTree(request, account: try await authenticate(request))
         case .unknown:
             throw ServerError.notFound(request.path)
         }
@@ -180,7 +201,7 @@ public final class SyncServer: Sendable {
         // A client with no cursor has seen nothing: it stands at 0.
         let clientCounter = push.cursor?.counter ?? 0
         let outcome = try await store.push(account: account) { transaction in
-            try PushProcessor.apply(prepared, in: transaction, now: now, clientCounter: clientCounter)
+            try PushProcessor.apply(prepared, in: transaction, device: push.device, now: now, clientCounter: clientCounter)
         }
         if let head = outcome.caughtUp {
             // Before waking polls: this device's own poll sleeps through its push.
@@ -315,15 +336,8 @@ public final class SyncServer: Sendable {
     // MARK: Index and fetch
 
     private func index(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
-        let limit = min(try integer(request, Endpoint.Query.limit) ?? limits.indexRowsMax, limits.indexRowsMax)
-        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
-        var after: EntityRef?
-        if let text = request.query[Endpoint.Query.after] {
-            guard let ref = EntityRef(text) else {
-                throw ServerError.badRequest("after must be the nextAfter of a previous page")
-            }
-            after = ref
-        }
+        let limit = try pageLimit(request, max: limits.indexRowsMax)
+        let after = try afterParameter(request)
         let epoch = try await store.epoch()
         let read = try await store.index(account: account, after: after, rowsMax: limit)
         var response = ServerResponse.json(
@@ -367,7 +381,23 @@ public final class SyncServer: Sendable {
 
     // MARK: Helpers
 
-    private func integer(_ request: ServerRequest, _ name: String) throws -> Int? {
+    /// The `limit` parameter, cut to `max`; `max` when absent.
+    func pageLimit(_ request: ServerRequest, max: Int) throws -> Int {
+        let limit = min(try integer(request, Endpoint.Query.limit) ?? max, max)
+        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
+        return limit
+    }
+
+    /// The `after` parameter of a page by (kind, id): a previous page's `nextAfter`.
+    func afterParameter(_ request: ServerRequest) throws -> EntityRef? {
+        guard let text = request.query[Endpoint.Query.after] else { return nil }
+        guard let ref = EntityRef(text) else {
+            throw ServerError.badRequest("after must be the nextAfter of a previous page")
+        }
+        return ref
+    }
+
+    func integer(_ request: ServerRequest, _ name: String) throws -> Int? {
         guard let text = request.query[name] else { return nil }
         guard let value = Int(text), value >= 0 else {
             throw ServerError.badRequest("\(name) must be a whole number ≥ 0")

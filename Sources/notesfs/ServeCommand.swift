@@ -9,7 +9,8 @@ struct ServeCommand: Command {
     static let summary = "Run the sync server that carries changes between your machines"
     static let help = """
         Usage: notesfs serve [--listen 127.0.0.1:8080] [--data DIR | --postgres CONNINFO [--counter-mark FILE]]
-                             [--retention-days N] [--tls-cert FILE --tls-key FILE] [limits...]
+                             [--retention-days N] [--history-days N] [--history-max-mb N]
+                             [--tls-cert FILE --tls-key FILE] [limits...]
 
         Serves the sync protocol over HTTP/1.1 (HTTPS with --tls-cert/--tls-key).
         Accounts and tokens are made with 'notesfs account add'. Logs one line per
@@ -39,6 +40,12 @@ struct ServeCommand: Command {
                                  better when several processes share few cores)
           --retention-days N     Keep tombstones and answered change ids N days (default 90);
                                  a client offline longer resyncs through the index
+          --history-days N       Keep every replaced version of every note and folder, deleted
+                                 ones too, N days (default 30): clients can list a note's
+                                 versions and read the tree as it was at any time since
+          --history-max-mb N     Keep at most N MiB of replaced text per account (default:
+                                 four times the account's live text, at least 64 MiB); the
+                                 oldest versions go first, never a deleted note's last text
           --tls-cert FILE        PEM certificate chain, for HTTPS
           --tls-key FILE         PEM private key, for HTTPS
           --threads N            HTTP worker threads (default 2)
@@ -54,7 +61,7 @@ struct ServeCommand: Command {
           --push-max-bytes N     Payload bytes per push of several changes (default 4194304)
         """
     static let spec = ArgumentSpec(options: [
-        "--listen", "--data", "--postgres", "--counter-mark", "--pool-size", "--group-writers", "--retention-days", "--tls-cert", "--tls-key", "--threads", "--max-connections",
+        "--listen", "--data", "--postgres", "--counter-mark", "--pool-size", "--group-writers", "--retention-days", "--history-days", "--history-max-mb", "--tls-cert", "--tls-key", "--threads", "--max-connections",
         "--max-connections-per-address", "--header-timeout", "--body-timeout", "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
     ])
 
@@ -74,6 +81,11 @@ struct ServeCommand: Command {
         }
         let retentionDays = try arguments.integer("--retention-days", default: 90)
         guard retentionDays >= 1 else { throw CommandError.usage("--retention-days must be at least 1") }
+        let historyDays = try positive(arguments, "--history-days", 30)
+        let historyBudget = HistoryBudget(
+            accountBytesMax: try arguments.option("--history-max-mb").map { _ in
+                Int64(try positive(arguments, "--history-max-mb", 1)) << 20
+            })
         let defaults = ProtocolLimits()
         let limits = ProtocolLimits(
             pushChangesMax: try positive(arguments, "--push-max-changes", defaults.pushChangesMax),
@@ -101,7 +113,8 @@ struct ServeCommand: Command {
         let server = SyncServer(
             store: store,
             configuration: SyncServer.Configuration(
-                limits: limits, tombstoneRetentionSeconds: Double(retentionDays) * 86_400),
+                limits: limits, tombstoneRetentionSeconds: Double(retentionDays) * 86_400,
+                historyRetentionSeconds: Double(historyDays) * 86_400, historyBudget: historyBudget),
             logger: logger)
         // Commits made through other serve processes wake this one's long polls.
         if let shared = store as? PostgresServerStore {
@@ -136,7 +149,14 @@ struct ServeCommand: Command {
             "notesfs serve: listening on \(scheme)://\(host):\(http.port) (data \(dataText), "
                 + "pid \(getpid()))")
 
-        // Retention runs at start and every hour.
+        if retentionDays < historyDays {
+            logger.log(
+                "notesfs serve: tombstones are kept \(retentionDays) days, fewer than the history's \(historyDays): "
+                    + "a deleted note's history goes with its tombstone")
+        }
+
+        // Retention, then history trimming (in short steps, so pushes never
+        // wait long), at start and every hour.
         let maintenance = Task {
             while !Task.isCancelled {
                 do {
@@ -146,6 +166,14 @@ struct ServeCommand: Command {
                     }
                 } catch {
                     logger.log("retention failed: \(error)")
+                }
+                do {
+                    let report = try await server.trimHistory()
+                    if report.versions > 0 {
+                        logger.log("history: removed \(report.versions) versions (\(report.bytes) bytes)")
+                    }
+                } catch {
+                    logger.log("history trimming failed: \(error)")
                 }
                 try? await Task.sleep(for: .seconds(3_600))
             }

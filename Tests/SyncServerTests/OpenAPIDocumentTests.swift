@@ -138,6 +138,21 @@ import Testing
         probes["POST /v1/fetch 401"] = { try await h.send("POST", Endpoint.fetch, token: nil, body: fetchOne) }
         probes["POST /v1/fetch 405"] = { try await h.send("GET", Endpoint.fetch, token: token) }
         probes["POST /v1/fetch 413"] = { try await h.send("POST", Endpoint.fetch, token: token, body: fetchMany) }
+        let entity = [Endpoint.Query.entity: reused.ref.description]
+        let oneVersion = entity.merging([Endpoint.Query.version: "1"]) { $1 }
+        let at = [Endpoint.Query.at: WireTime.format(Date())]
+        probes["GET /v1/history/versions 200"] = { try await h.send("GET", Endpoint.historyVersions, token: token, query: entity) }
+        probes["GET /v1/history/versions 400"] = { try await h.send("GET", Endpoint.historyVersions, token: token) }
+        probes["GET /v1/history/versions 401"] = { try await h.send("GET", Endpoint.historyVersions, token: revoked, query: entity) }
+        probes["GET /v1/history/versions 405"] = { try await h.send("POST", Endpoint.historyVersions, token: token, query: entity) }
+        probes["GET /v1/history/version 200"] = { try await h.send("GET", Endpoint.historyVersion, token: token, query: oneVersion) }
+        probes["GET /v1/history/version 400"] = { try await h.send("GET", Endpoint.historyVersion, token: token, query: entity) }
+        probes["GET /v1/history/version 401"] = { try await h.send("GET", Endpoint.historyVersion, token: nil, query: oneVersion) }
+        probes["GET /v1/history/version 405"] = { try await h.send("POST", Endpoint.historyVersion, token: token, query: oneVersion) }
+        probes["GET /v1/history/tree 200"] = { try await h.send("GET", Endpoint.historyTree, token: token, query: at) }
+        probes["GET /v1/history/tree 400"] = { try await h.send("GET", Endpoint.historyTree, token: token, query: [Endpoint.Query.at: "now"]) }
+        probes["GET /v1/history/tree 401"] = { try await h.send("GET", Endpoint.historyTree, token: "nfs_bad", query: at) }
+        probes["GET /v1/history/tree 405"] = { try await h.send("POST", Endpoint.historyTree, token: token, query: at) }
         probes["GET /healthz 200"] = { try await h.send("GET", Endpoint.healthz, token: nil) }
         let manyParameters = Dictionary(uniqueKeysWithValues: (0..<40).map { ("p\($0)", "1") })
         probes["GET /healthz 400"] = { try await h.send("GET", Endpoint.healthz, token: nil, query: manyParameters) }
@@ -146,7 +161,10 @@ import Testing
         probes["GET /metrics 200"] = { try await h.send("GET", Endpoint.metrics, token: nil) }
         probes["GET /metrics 405"] = { try await h.send("DELETE", Endpoint.metrics, token: nil) }
         // 503s come last: they need the store closed under the running server.
-        let unavailable = ["POST /v1/push 503", "GET /v1/changes 503", "GET /v1/index 503", "POST /v1/fetch 503"]
+        let unavailable = [
+            "POST /v1/push 503", "GET /v1/changes 503", "GET /v1/index 503", "POST /v1/fetch 503",
+            "GET /v1/history/versions 503", "GET /v1/history/version 503", "GET /v1/history/tree 503",
+        ]
 
         #expect(Set(probes.keys).union(unavailable) == documented)
         for key in probes.keys.sorted() {
@@ -160,6 +178,45 @@ import Testing
         #expect(try await h.send("GET", Endpoint.changes, token: token).status == 503)
         #expect(try await h.send("GET", Endpoint.index, token: token).status == 503)
         #expect(try await h.send("POST", Endpoint.fetch, token: token, body: fetchOne).status == 503)
+        #expect(try await h.send("GET", Endpoint.historyVersions, token: token, query: entity).status == 503)
+        #expect(try await h.send("GET", Endpoint.historyVersion, token: token, query: oneVersion).status == 503)
+        #expect(try await h.send("GET", Endpoint.historyTree, token: token, query: at).status == 503)
         await h.close()
+    }
+
+    @Test func everyFieldOfAHistoryAnswerIsDocumentedAndEveryRequiredOneIsSent() async throws {
+        for factory in StoreFactory.all {
+            let h = try Harness(factory, .http)
+            let token = try await h.account()
+            let folder = FolderID(), note = NoteID()
+            _ = try await h.push([Make.folder(folder), Make.note(note, folder: folder)], token: token)
+            _ = try await h.push(Make.note(note, body: "edited\n", folder: folder, base: 2), token: token)
+            let entity = [Endpoint.Query.entity: EntityRef.note(note).description]
+            let answers: [(String, [String: String], String, String?)] = [
+                (Endpoint.historyVersions, entity.merging(["limit": "1"]) { $1 }, "VersionsPage", "versions"),
+                (Endpoint.historyVersion, entity.merging(["version": "2"]) { $1 }, "VersionResponse", "entity"),
+                (Endpoint.historyTree, ["at": WireTime.format(Date().addingTimeInterval(60)), "limit": "1"], "TreePage",
+                 "entries"),
+            ]
+            for (path, query, schema, inner) in answers {
+                let reply = try await h.send("GET", path, token: token, query: query)
+                #expect(reply.status == 200)
+                let documented = try Self.documentedSchema(schema)
+                let keys = Self.keys(reply)
+                #expect(keys.isSubset(of: documented.properties), "\(schema) sends undocumented fields: \(keys.subtracting(documented.properties))")
+                #expect(documented.required.isSubset(of: keys), "\(schema) lacks required fields: \(documented.required.subtracting(keys))")
+                // The items inside: every field documented, the required ones sent.
+                let object = try JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
+                let items = (object?[inner ?? ""] as? [[String: Any]]) ?? [(object?[inner ?? ""] as? [String: Any])].compactMap { $0 }
+                #expect(!items.isEmpty, "\(schema) has no \(inner ?? "") to check")
+                let itemSchema = try Self.documentedSchema(schema == "VersionsPage" ? "VersionSummary" : "HistoricEntity")
+                for item in items {
+                    let itemKeys = Set(item.keys)
+                    #expect(itemKeys.isSubset(of: itemSchema.properties), "\(schema) items send \(itemKeys.subtracting(itemSchema.properties))")
+                    #expect(itemSchema.required.isSubset(of: itemKeys), "\(schema) items lack \(itemSchema.required.subtracting(itemKeys))")
+                }
+            }
+            await h.close()
+        }
     }
 }

@@ -207,4 +207,96 @@ import TestSupport
         #expect(try remembered.int64(0, 0) == 2)
         await h.close()
     }
+
+    /// Blocks the one writer on a held account row, runs `pushes` into the
+    /// next group together, and returns their replies.
+    private static func inOneGroup(
+        _ h: Harness, _ store: PostgresServerStore, _ pushes: [@Sendable () async throws -> Reply]
+    ) async throws -> [Reply] {
+        let blockerName = "blocker-\(UUID().uuidString.prefix(6))"
+        let blockerToken = try await h.account(blockerName)
+        let blocker = try #require(try await store.account(named: blockerName)).id
+        let holder = try PostgresConnection(conninfo: store.conninfo)
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
+        let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
+        try await Task.sleep(for: .milliseconds(300))
+        let tasks = try await launch(pushes)
+        try holder.execute("COMMIT")
+        #expect(try await first.value.status == 200)
+        var replies: [Reply] = []
+        for task in tasks { replies.append(try await task.value) }
+        return replies
+    }
+
+    @Test func aGroupWritingOneNoteSeveralTimesKeepsEachReplacedVersionOnce() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let h = try Harness(Self.oneWriter)
+        let store = try #require(h.store as? PostgresServerStore)
+        let fay = try await h.account("fay")
+        let fayID = try #require(try await store.account(named: "fay")).id
+        let note = NoteID(), fresh = NoteID()
+        _ = try await h.push(Make.note(note, body: "one\n"), token: fay)  // 1, before the group
+        let replies = try await Self.inOneGroup(h, store, [
+            { try await h.pushRaw([Make.note(note, body: "two\n", base: 1)], token: fay) },  // 2
+            { try await h.pushRaw([Make.note(note, body: "three\n", base: 2)], token: fay) },  // 3
+            { try await h.pushRaw([.delete(.note(note), baseVersion: 3), Make.note(fresh, body: "new\n")], token: fay) },
+            { try await h.pushRaw([Make.note(fresh, body: "newer\n", base: 5)], token: fay) },  // 6
+        ])
+        #expect(replies.map(\.status) == [200, 200, 200, 200])
+        let page = try await h.versions(token: fay, of: .note(note))
+        #expect(page.versions.map(\.version) == [4, 3, 2, 1])
+        #expect(page.versions.map(\.deleted) == [true, false, false, false])
+        for (version, body) in [(Int64(1), "one\n"), (2, "two\n"), (3, "three\n")] {
+            #expect(try await h.version(token: fay, of: .note(note), version)?.note?.bodyBytes() == Data(body.utf8))
+        }
+        #expect(try await h.versions(token: fay, of: .note(fresh)).versions.map(\.version) == [6, 5])
+
+        // Each replaced version once, replaced when its successor was made,
+        // all written by the group's one transaction.
+        let admin = try PostgresConnection(conninfo: store.conninfo)
+        let rows = try admin.execute(
+            """
+            SELECT v.version, v.replaced_at = coalesce(n.updated_at, e.updated_at)
+            FROM entity_versions v
+            JOIN entities e ON e.account_id = v.account_id AND e.kind = v.kind AND e.id = v.id
+            LEFT JOIN entity_versions n ON n.account_id = v.account_id AND n.kind = v.kind AND n.id = v.id
+                AND n.version = (SELECT min(w.version) FROM entity_versions w
+                    WHERE w.account_id = v.account_id AND w.kind = v.kind AND w.id = v.id AND w.version > v.version)
+            WHERE v.account_id = $1 ORDER BY v.version
+            """, fayID.rawValue)
+        #expect(try (0..<rows.rowCount).map { try rows.int64($0, 0) } == [1, 2, 3, 5])
+        #expect(try (0..<rows.rowCount).allSatisfy { try rows.bool($0, 1) })
+        let transactions = try admin.execute(
+            "SELECT count(DISTINCT xmin::text) FROM entity_versions WHERE account_id = $1", fayID.rawValue)
+        #expect(try transactions.int64(0, 0) == 1)
+        await h.close()
+    }
+
+    @Test func anIsolatedGroupKeepsTheReplacedVersionsOfThePushesThatApplied() async throws {
+        guard PostgresTestCluster.cluster() != nil else { return }
+        let h = try Harness(Self.oneWriter)
+        let store = try #require(h.store as? PostgresServerStore)
+        let gus = try await h.account("gus")
+        let note = NoteID()
+        _ = try await h.push(Make.note(note, body: "one\n"), token: gus)
+        let holder = try PostgresConnection(conninfo: store.conninfo)
+        try holder.executeScript(
+            """
+            CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS
+                $$ BEGIN RAISE EXCEPTION 'poisoned row'; END $$;
+            CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON entities
+                FOR EACH ROW WHEN (NEW.name = 'poison.md') EXECUTE FUNCTION refuse_poison();
+            """)
+        let replies = try await Self.inOneGroup(h, store, [
+            { try await h.pushRaw([Make.note(note, body: "two\n", base: 1)], token: gus) },  // 2
+            { try await h.pushRaw([Make.note(note, title: "poison.md", body: "x\n", base: 2)], token: gus) },
+            { try await h.pushRaw([Make.note(note, body: "three\n", base: 2)], token: gus) },  // 3
+        ])
+        #expect(replies.map(\.status) == [200, 500, 200])
+        let page = try await h.versions(token: gus, of: .note(note))
+        #expect(page.versions.map(\.version) == [3, 2, 1])
+        #expect(try await h.version(token: gus, of: .note(note), 2)?.note?.bodyBytes() == Data("two\n".utf8))
+        await h.close()
+    }
 }

@@ -36,7 +36,7 @@ final class Flag: Sendable {
         #expect(epochs.count == 1)
         #expect(secrets.count == 1, "every process keeps the one installation secret")
         let connection = try PostgresConnection(conninfo: conninfo)
-        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 2)
+        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 3)
         #expect(try connection.execute("SELECT key FROM server_meta ORDER BY key").rowCount == 2, "epoch and secret, once each")
         for store in stores { await store.close() }
     }
@@ -158,7 +158,7 @@ final class Flag: Sendable {
                 try transaction.write(
                     StoredEntity(
                         ref: .note(NoteID()), version: version, changeId: ChangeID(), deleted: false, name: "n.md",
-                        body: Data("x".utf8), parentId: nil, updatedAt: Date()))
+                        body: Data("x".utf8), parentId: nil, updatedAt: Date()), replacing: nil)
                 try transaction.setCounter(version)
             }
             let heard = try await waitUntil { depths.withLock { $0.count } >= commit }

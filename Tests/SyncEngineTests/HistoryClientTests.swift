@@ -1,0 +1,77 @@
+import Foundation
+import NotesModel
+import NotesStore
+import SyncEngine
+import SyncProtocol
+import SyncServer
+import TestSupport
+import Testing
+
+/// The client's side of the server's history (`HistoryTransport`) against
+/// the real server on loopback, with notes made and synced by real engines.
+@Suite(.serialized) struct HistoryClientTests {
+    typealias LiveServer = HTTPTransportTests.LiveServer
+
+    @Test func versionsOneVersionAndThePastTreeComeBackThroughTheHTTPClient() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let laptop = try server.device("laptop"), phone = try server.device("phone")
+        let id = try laptop.store.createNote(in: .root, title: "plan.md", body: Data("one\n".utf8))
+        #expect(await laptop.engine.sync() == .succeeded)
+        #expect(await phone.engine.sync() == .succeeded)
+        let created = Date()
+        // The next version must get a later server millisecond than `created`.
+        try await Task.sleep(for: .milliseconds(20))
+        try phone.store.replaceBody(of: id, with: Data("one\ntwo\n".utf8))
+        #expect(await phone.engine.sync() == .succeeded)
+        #expect(await laptop.engine.sync() == .succeeded)
+        try laptop.store.removeFile(in: .root, name: "plan.md")
+        #expect(await laptop.engine.sync() == .succeeded)
+
+        let client = laptop.transport
+        let listing = try await client.allVersions(of: .note(id))
+        #expect(listing.items.map(\.version) == [3, 2, 1])
+        #expect(listing.items.map(\.deleted) == [true, false, false])
+        #expect(listing.items.map(\.size) == [0, 8, 4])
+        #expect(listing.items.map(\.device) == [try laptop.store.device().id, try phone.store.device().id, try laptop.store.device().id])
+        #expect(listing.keptSince == nil)
+        let firstPage = try await client.versions(of: .note(id), before: nil, limit: 2)
+        #expect(firstPage.versions.map(\.version) == [3, 2] && firstPage.hasMore && firstPage.nextBefore == 2)
+
+        // The deleted note's last text, and nothing for a version never made.
+        let last = try #require(try await client.version(of: .note(id), version: 2))
+        #expect(last.note?.bodyBytes() == Data("one\ntwo\n".utf8))
+        #expect(last.note?.title == "plan.md")
+        #expect(try await client.version(of: .note(id), version: 9) == nil)
+
+        // The tree when the note was new, and now that it is gone.
+        let then = try await client.wholeTree(at: created)
+        #expect(then.items.map(\.id) == [id.uuid])
+        #expect(then.items.first?.note?.bodyBytes() == Data("one\n".utf8))
+        #expect(try await client.wholeTree(at: Date()).items.isEmpty)
+        #expect(try await client.wholeTree(at: created.addingTimeInterval(-3_600)).items.isEmpty)
+    }
+
+    @Test func aRevokedTokenIsTurnedAwayAndAnotherAccountSeesNothing() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let laptop = try server.device("laptop")
+        let id = try laptop.store.createNote(in: .root, title: "secret.md", body: Data("secret\n".utf8))
+        #expect(await laptop.engine.sync() == .succeeded)
+        let otherToken = try await AccountManager(store: server.world.serverStore).add(name: "bob").token.text
+        let other = HTTPSyncTransport(baseURL: server.url, token: otherToken)
+        #expect(try await other.allVersions(of: .note(id)).items.isEmpty)
+        #expect(try await other.version(of: .note(id), version: 1) == nil)
+        #expect(try await other.wholeTree(at: Date()).items.isEmpty)
+
+        try await AccountManager(store: server.world.serverStore).revoke(name: "alice")
+        do {
+            _ = try await laptop.transport.allVersions(of: .note(id))
+            Issue.record("a revoked token read the history")
+        } catch {
+            var unauthorized = false
+            if case .unauthorized = error { unauthorized = true }
+            #expect(unauthorized, "\(error)")
+        }
+    }
+}
