@@ -10,6 +10,9 @@ extension NotesStore {
     /// local entries are rare, so they are read by subqueries that run only
     /// for their own kind, not by joins that every note would pay a seek for.
     static let entrySelect = "SELECT \(entryColumns) FROM names n \(entryJoins)"
+    /// Made once: the text of a query is the statement cache's key.
+    static let lookupSelect = entrySelect + " WHERE n.parent_key = ? AND n.name = ?"
+    static let entryByRefSelect = entrySelect + " WHERE n.entry_kind = ? AND n.entry_id = ?"
     static let entryColumns = """
         n.seq, n.parent_key, n.name, n.entry_kind, n.entry_id,
         COALESCE(no.updated_ns, CASE n.entry_kind
@@ -103,9 +106,7 @@ extension NotesStore {
     }
 
     func lookup(_ db: Connection, in directory: DirectoryRef, name: String) throws -> Entry? {
-        try db.queryOne(
-            Self.entrySelect + " WHERE n.parent_key = ? AND n.name = ?", directory.key, name
-        ) { Self.entry(from: $0) } ?? nil
+        try db.queryOne(Self.lookupSelect, directory.key, name) { Self.entry(from: $0) } ?? nil
     }
 
     /// The live entry for `ref`, or nil when it no longer exists.
@@ -115,9 +116,7 @@ extension NotesStore {
 
     func entry(_ db: Connection, for ref: EntryRef) throws -> Entry? {
         if ref == .root { return try rootEntry(db) }
-        return try db.queryOne(
-            Self.entrySelect + " WHERE n.entry_kind = ? AND n.entry_id = ?", ref.kindCode, ref.idText
-        ) { Self.entry(from: $0) } ?? nil
+        return try db.queryOne(Self.entryByRefSelect, ref.kindCode, ref.idText) { Self.entry(from: $0) } ?? nil
     }
 
     /// Entries of `directory` with cookies greater than `afterCookie`, in cookie order.

@@ -17,14 +17,16 @@ extension NotesStore {
     }
 
     /// Gives `entry` a name in `directory` derived from `source` (a title or
-    /// folder name), keeping its current name when neither changed.
+    /// folder name), keeping its current name when neither changed. Returns
+    /// the name and its readdir cookie. `isNew`: the entry was made in this
+    /// transaction and has no name yet.
     @discardableResult
     func placeName(
-        _ db: Connection, entry: EntryRef, in directory: DirectoryRef, source: String,
+        _ db: Connection, entry: EntryRef, in directory: DirectoryRef, source: String, isNew: Bool = false,
         commit: inout StoreCommit
-    ) throws -> String {
-        if let existing = try NameRow.find(db, entry: entry) {
-            if existing.directory == directory && existing.source == source { return existing.name }
+    ) throws -> (name: String, cookie: Int64) {
+        if !isNew, let existing = try NameRow.find(db, entry: entry) {
+            if existing.directory == directory && existing.source == source { return (existing.name, existing.seq) }
             try removeName(db, entry: entry, commit: &commit)
         }
         let base: String
@@ -40,9 +42,10 @@ extension NotesStore {
         try db.run(
             "INSERT INTO names(parent_key, name, entry_kind, entry_id, source) VALUES (?, ?, ?, ?, ?)",
             directory.key, name, entry.kindCode, entry.idText, source)
+        let cookie = db.lastInsertRowID
         commit.addedNames.append(
             DirectoryName(directory: directory, name: name, entry: entry, isDirectory: try isDirectory(db, entry)))
-        return name
+        return (name, cookie)
     }
 
     /// Takes `entry`'s name away (deleted, or about to be placed elsewhere).

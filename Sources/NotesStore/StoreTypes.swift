@@ -225,6 +225,9 @@ public struct StoreCommit: Sendable {
     /// Sent changes the server's answers settled: text that was only this
     /// machine's is now the server's too (nothing visible changes when applied).
     public var settledChanges = 0
+    /// Entries made in this commit whose mtime is the moment they were made:
+    /// their ctime is that mtime, so naming them records no time of its own.
+    var madeAtTheirMtime: [EntryRef] = []
 
     public init(origin: Origin) { self.origin = origin }
 
