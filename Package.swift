@@ -42,7 +42,9 @@ let package = Package(
         ),
 
         // MARK: Libraries
-        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        // A SQLite VFS that hands each write-ahead log commit to the kernel in two writes.
+        .target(name: "CSQLiteBatchedLog", dependencies: ["CSQLite"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite", "CSQLiteBatchedLog"]),
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
         .target(name: "SyncProtocol", dependencies: ["NotesModel", "CZlib"]),

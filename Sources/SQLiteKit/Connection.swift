@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteBatchedLog
 import Foundation
 
 /// One SQLite connection. It is not thread-safe: give it one owner, normally a
@@ -28,6 +29,9 @@ public final class Connection {
         public var busyTimeoutMilliseconds: Int32
         public var synchronous: Synchronous
         public var statementCacheLimit: Int
+        /// Batches the writes of each commit to the write-ahead log into two
+        /// (`CSQLiteBatchedLog`): SQLite makes two per page.
+        public var batchesLogWrites: Bool
 
         public init(
             mode: OpenMode = .readWriteCreate,
@@ -35,7 +39,8 @@ public final class Connection {
             foreignKeys: Bool = true,
             busyTimeoutMilliseconds: Int32 = 5_000,
             synchronous: Synchronous = .normal,
-            statementCacheLimit: Int = 128
+            statementCacheLimit: Int = 128,
+            batchesLogWrites: Bool = true
         ) {
             self.mode = mode
             self.walJournal = walJournal
@@ -43,6 +48,7 @@ public final class Connection {
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
             self.synchronous = synchronous
             self.statementCacheLimit = statementCacheLimit
+            self.batchesLogWrites = batchesLogWrites
         }
     }
 
@@ -70,7 +76,9 @@ public final class Connection {
         }
         if options.mode != .readOnly { Self.makePrivate(path, creating: options.mode == .readWriteCreate) }
         var opened: OpaquePointer?
-        let code = sqlite3_open_v2(path, &opened, flags, nil)
+        // Without the batching VFS (it could not be registered) the default one serves.
+        let vfs = options.batchesLogWrites ? csqlite_batched_log_vfs() : nil
+        let code = sqlite3_open_v2(path, &opened, flags, vfs)
         guard code == SQLITE_OK, let opened else {
             let message =
                 opened.map { String(cString: sqlite3_errmsg($0)) }
