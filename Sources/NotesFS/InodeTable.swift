@@ -76,10 +76,18 @@ final class InodeTable: Sendable {
         state.nodes[inode]?.learned(view)
     }
 
-    /// The inodes the kernel knows for `refs`, position by position (one lock
-    /// for a whole listing).
-    func inodes(for refs: [EntryRef]) -> [UInt64?] {
-        state.withLock { state in refs.map { state.inodeOfRef[$0] } }
+    /// The inodes to hand out for a listing's entries, position by position:
+    /// the one the kernel knows for the entry, else the store's (`stored`),
+    /// nil when neither exists. An entry already bound to its stored number
+    /// (every entry of a tree walked again) costs one probe of the nodes,
+    /// which counting its lookup then finds in the cache.
+    func inodes(for entries: [(ref: EntryRef, stored: UInt64?)]) -> [UInt64?] {
+        state.withLock { state in
+            entries.map { entry in
+                if let stored = entry.stored, state.nodes[stored]?.ref == entry.ref { return stored }
+                return state.inodeOfRef[entry.ref] ?? entry.stored
+            }
+        }
     }
 
     /// `lookedUp` for every pair, under one lock (readdirplus).

@@ -35,12 +35,12 @@ extension NotesStore {
 
     /// Inserts a new live note and queues its creation. Returns the new
     /// entry as a listing would show it. `shownIn` is the directory of
-    /// `content.folderID` when the caller has just checked that it is live
-    /// (saves asking again).
+    /// `content.folderID` when the caller has just checked that it is live,
+    /// and `freeName` a name it found free there (neither is asked again).
     @discardableResult
     func insertNote(
         _ db: Connection, id: NoteID, content: NoteContent, modified: Int64? = nil, mode: UInt32 = 0o644,
-        conflictOf: NoteID? = nil, shownIn: DirectoryRef? = nil, commit: inout StoreCommit
+        conflictOf: NoteID? = nil, shownIn: DirectoryRef? = nil, freeName: String? = nil, commit: inout StoreCommit
     ) throws -> Entry {
         let time = now
         try db.run(
@@ -56,7 +56,8 @@ extension NotesStore {
         // mtime was set to another time.
         if modified == nil { commit.madeAtTheirMtime.append(.note(id)) }
         let placed = try placeName(
-            db, entry: .note(id), in: directory, source: content.title, isNew: true, commit: &commit)
+            db, entry: .note(id), in: directory, source: content.title, isNew: true,
+            freeName: shownIn == nil ? nil : freeName, commit: &commit)
         return Entry(
             ref: .note(id), name: placed.name, parent: directory, kind: .file, size: Int64(content.body.count),
             modifiedNanoseconds: modified ?? time, mode: mode & 0o7777, cookie: placed.cookie)

@@ -50,11 +50,14 @@ extension NotesStore {
     /// bare integers, and only those rows are joined with their entities. (A
     /// sort over the joined rows cost as much as the joins; `list` puts the
     /// page in cookie order itself.)
+    /// Each entry comes with its inode number (column 13), so the mount
+    /// need not look it up entry by entry.
     static let listSelect = """
-        SELECT \(entryColumns)
+        SELECT \(entryColumns), i.ino
         FROM (SELECT seq FROM names WHERE parent_key = ? AND seq > ? ORDER BY seq LIMIT ?) page
         CROSS JOIN names n ON n.seq = page.seq
         \(entryJoins)
+        LEFT JOIN inodes i ON i.entry_kind = n.entry_kind AND i.entry_id = n.entry_id
         """
 
     /// An entry from a row of `entrySelect`. `parent`, when the caller knows
@@ -154,8 +157,12 @@ extension NotesStore {
     private static func listPage(_ db: Connection, _ directory: DirectoryRef, after cookie: Int64, limit: Int) throws
         -> [Entry]
     {
-        var page = try db.query(listSelect, directory.key, cookie, limit) {
-            entry(from: $0, parent: directory)
+        var page = try db.query(listSelect, directory.key, cookie, limit) { row in
+            entry(from: row, parent: directory).map { entry in
+                var entry = entry
+                entry.inode = row.optionalInt64(13).map { UInt64(bitPattern: $0) }
+                return entry
+            }
         }.compactMap { $0 }
         page.sort { $0.cookie < $1.cookie }
         return page

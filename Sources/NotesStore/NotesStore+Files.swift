@@ -61,7 +61,8 @@ extension NotesStore {
                 // found that directory live. The entry is known without
                 // reading it back.
                 let entry = try insertNote(
-                    db, id: NoteID(newUUID()), content: content, mode: mode, shownIn: directory, commit: &commit)
+                    db, id: NoteID(newUUID()), content: content, mode: mode, shownIn: directory, freeName: name,
+                    commit: &commit)
                 return (entry, true)
             }
         }

@@ -19,11 +19,12 @@ extension NotesStore {
     /// Gives `entry` a name in `directory` derived from `source` (a title or
     /// folder name), keeping its current name when neither changed. Returns
     /// the name and its readdir cookie. `isNew`: the entry was made in this
-    /// transaction and has no name yet.
+    /// transaction and has no name yet; `freeName`: a name the caller found
+    /// free in `directory` in this transaction.
     @discardableResult
     func placeName(
         _ db: Connection, entry: EntryRef, in directory: DirectoryRef, source: String, isNew: Bool = false,
-        commit: inout StoreCommit
+        freeName: String? = nil, commit: inout StoreCommit
     ) throws -> (name: String, cookie: Int64) {
         if !isNew, let existing = try NameRow.find(db, entry: entry) {
             if existing.directory == directory && existing.source == source { return (existing.name, existing.seq) }
@@ -36,8 +37,9 @@ extension NotesStore {
             base = NameCodec.displayName(forTitle: source, inRoot: directory == .root)
         }
         let name = DisplayNames.lowestFree(base) { candidate in
-            (try? NameRow.find(db, in: directory, name: candidate)) != nil
-                || (directory == .root && candidate == NotesStore.controlDirectoryName)
+            if directory == .root && candidate == NotesStore.controlDirectoryName { return true }
+            if candidate == freeName { return false }
+            return (try? NameRow.exists(db, in: directory, name: candidate)) == true
         }
         try db.run(
             "INSERT INTO names(parent_key, name, entry_kind, entry_id, source) VALUES (?, ?, ?, ?, ?)",

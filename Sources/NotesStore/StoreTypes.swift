@@ -135,6 +135,9 @@ public struct Entry: Hashable, Sendable {
     public var subdirectories: Int = 0
     /// The ctime and atime kept on this machine (never synced).
     public var localTimes = LocalTimes()
+    /// The entry's inode number as a listing read it; nil when it has none
+    /// yet or was not read with one (lookups, attributes).
+    public var inode: UInt64? = nil
 
     /// Status change time (ctime), nanoseconds since 1970.
     public var changedNanoseconds: Int64 { localTimes.changed(modified: modifiedNanoseconds) }

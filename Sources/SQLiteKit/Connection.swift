@@ -461,14 +461,12 @@ public final class Connection {
 @available(*, unavailable)
 extension Connection: Sendable {}
 
-/// A statement cache key that hashes the SQL's length and its ends, not all
-/// of it: texts of up to 1.5 KB (the mount's entry queries) were hashed in
-/// full on every run. Equality still compares the whole text, so texts that
-/// share their ends only share a bucket.
+/// A statement cache key that hashes the SQL's length and a few words from
+/// its ends, not all of it: texts of up to 1.5 KB (the mount's entry queries)
+/// were hashed in full on every run. Equality still compares the whole text,
+/// so texts that share their ends only share a bucket.
 struct StatementKey: Hashable {
     let sql: String
-    /// Bytes hashed from each end.
-    static let sampledBytes = 32
 
     static func == (lhs: Self, rhs: Self) -> Bool { lhs.sql == rhs.sql }
 
@@ -477,12 +475,14 @@ struct StatementKey: Hashable {
         hasher.combine(utf8.count)
         let sampled: Bool? = utf8.withContiguousStorageIfAvailable { bytes in
             let raw = UnsafeRawBufferPointer(bytes)
-            if raw.count <= 2 * Self.sampledBytes {
+            guard raw.count >= 32 else {
                 hasher.combine(bytes: raw)
-            } else {
-                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.prefix(Self.sampledBytes)))
-                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.suffix(Self.sampledBytes)))
+                return true
             }
+            hasher.combine(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 16, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
             return true
         }
         if sampled == nil { hasher.combine(sql) }
