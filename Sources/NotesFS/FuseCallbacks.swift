@@ -479,9 +479,9 @@ enum FuseCallbacks {
         serve(req, plus ? "readdirplus" : "readdir") { dispatcher in
             guard let req, offset >= 0 else { throw FileSystemError.invalid }
             let capacity = min(max(size, 0), directoryBufferBytesMax)
-            // Filled in place and handed to the reply as it is: the kernel's
-            // buffer is up to 128 KiB, and zeroing it, then copying the used
-            // part byte by byte, cost more than the entries themselves.
+            // Filled in place and handed to the reply as it is: zeroing the
+            // kernel's buffer (32 KiB for `find`), then copying the used part
+            // byte by byte, cost more than the entries themselves.
             let buffer = try [UInt8](unsafeUninitializedCapacity: capacity) { storage, initialized in
                 initialized = 0
                 guard let bytes = storage.baseAddress, capacity > 0 else { return }
