@@ -45,6 +45,10 @@ let package = Package(
         // A SQLite VFS that hands each write-ahead log commit to the kernel in two writes.
         .target(name: "CSQLiteBatchedLog", dependencies: ["CSQLite"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "CSQLiteBatchedLog"]),
+        // posix_spawn, once: the mount (fusermount3), the command and the tests start children through it.
+        .target(name: "ProcessKit"),
+        // A raw HTTP/1.1 client over loopback, shared by the load generator and the tests.
+        .target(name: "LoopbackHTTP"),
         .target(name: "NotesModel"),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
         .target(name: "SyncProtocol", dependencies: ["NotesModel", "CZlib"]),
@@ -52,19 +56,19 @@ let package = Package(
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
-        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse"]),
+        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse", "ProcessKit"]),
 
         // MARK: The command
         .executableTarget(
             name: "notesfs",
             dependencies: [
                 "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "SyncEngine",
-                "PostgresKit",
+                "PostgresKit", "ProcessKit",
             ]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
-            dependencies: ["NotesModel", "SyncProtocol", "SyncServer"]
+            dependencies: ["NotesModel", "SyncProtocol", "SyncServer", "LoopbackHTTP"]
         ),
 
         // The seeded chaos simulation: real stores, engines, server and mount
@@ -97,26 +101,29 @@ let package = Package(
         // MARK: Tests
         .target(
             name: "TestSupport",
-            dependencies: ["NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer"],
+            dependencies: [
+                "NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer", "ProcessKit",
+            ],
             path: "Tests/TestSupport"
         ),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
-        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"]),
+        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel", "TestSupport", "ProcessKit"]),
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "PostgresKit", "TestSupport",
+                "LoopbackHTTP", "ProcessKit",
             ]
         ),
         .testTarget(
             name: "NotesStoreTests",
-            dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "TestSupport", "ProcessKit"]
         ),
         .testTarget(
             name: "SyncEngineTests",
             dependencies: [
                 "SyncEngine", "SyncServer", "SyncProtocol", "HTTPServer", "NotesStore", "NotesModel", "SQLiteKit",
-                "PostgresKit", "TestSupport",
+                "PostgresKit", "TestSupport", "ProcessKit",
             ]
         ),
         .testTarget(
@@ -126,7 +133,7 @@ let package = Package(
         ),
         // The installed program: install/uninstall into a temporary prefix,
         // man page, completion scripts, systemd units, sd_notify.
-        .testTarget(name: "InstallTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "InstallTests", dependencies: ["TestSupport", "ProcessKit"]),
         .testTarget(
             name: "NotesFSTests",
             dependencies: ["NotesFS", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]

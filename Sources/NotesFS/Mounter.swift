@@ -1,5 +1,6 @@
 import CFuse
 import Foundation
+import ProcessKit
 import Synchronization
 
 /// Runs one FUSE mount of a `FileSystemOperations`: mounts, serves requests on
@@ -91,13 +92,6 @@ public final class Mounter: @unchecked Sendable {
 
     /// Runs a program from PATH and returns its exit status (or -1).
     static func run(_ arguments: [String]) -> Int32 {
-        var pid: pid_t = 0
-        var cArguments = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        let spawned = posix_spawnp(&pid, arguments[0], nil, nil, &cArguments, environ)
-        guard spawned == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+        ChildProcess.run(arguments)
     }
 }

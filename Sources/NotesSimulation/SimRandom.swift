@@ -1,17 +1,13 @@
-/// The simulation's only source of randomness: SplitMix64, seeded, so one
-/// seed replays the same run bit for bit.
+import NotesModel
+
+/// The simulation's only source of randomness: the model's SplitMix64,
+/// seeded, so one seed replays the same run bit for bit.
 public struct SimRandom: Sendable {
-    private var state: UInt64
+    private var source: SplitMix64
 
-    public init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { source = SplitMix64(seed: seed) }
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { source.next() }
 
     /// A number in `range` (inclusive).
     public mutating func int(_ range: ClosedRange<Int>) -> Int {

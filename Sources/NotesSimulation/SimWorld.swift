@@ -5,6 +5,7 @@ import SQLiteKit
 import SyncEngine
 import SyncProtocol
 import SyncServer
+import Synchronization
 
 /// One seeded run: a real server on a real SQLite file, real devices, and
 /// simulated network, clocks, randomness and scheduling.
@@ -78,6 +79,9 @@ public final class SimWorld: @unchecked Sendable {
 
     let engineConfiguration: SyncEngine.Configuration
 
+    /// Runs started in this process, for unique directory names.
+    private static let runsStarted = Atomic<Int>(0)
+
     public init(seed: UInt64, breakage: SimBreakage = .none, baseDirectory: String, trace: Bool = false) async throws {
         self.seed = seed
         self.breakage = breakage
@@ -85,7 +89,11 @@ public final class SimWorld: @unchecked Sendable {
         configuration = SimConfiguration(seed: seed)
         random = SimRandom(seed: seed)
         uuids = SimUUIDSource(seed: seed ^ 0x5EED)
-        directory = (baseDirectory as NSString).appendingPathComponent("notesfs-sim-\(seed)-\(breakage.rawValue)")
+        // Named for this run alone: runs of one seed in parallel tests, or in
+        // another process (a long `notesfs-simulate`), never share files.
+        let run = Self.runsStarted.add(1, ordering: .relaxed).newValue
+        directory = (baseDirectory as NSString).appendingPathComponent(
+            "notesfs-sim-\(seed)-\(breakage.rawValue)-\(getpid())-\(run)")
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         serverPath = (directory as NSString).appendingPathComponent("server.sqlite")

@@ -168,6 +168,7 @@ public final class NotesStore: @unchecked Sendable {
                     let value = try db.transaction {
                         let result = try body(db, &commit)
                         try updateDirectoryTimes(db, &commit)
+                        configuration.insideWriteTransaction?()
                         return result
                     }
                     if outermost { localFiles.finishTransaction(committed: true) }

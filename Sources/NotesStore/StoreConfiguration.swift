@@ -34,6 +34,10 @@ public struct StoreConfiguration: Sendable {
     }
     /// The device name used in conflict-copy titles when none is stored yet.
     public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
+    /// Called inside every write transaction, after its changes and before
+    /// its commit; nil in normal use. A test seam: the crash test's child
+    /// stops there so that its kill lands in the middle of a transaction.
+    public var insideWriteTransaction: (@Sendable () -> Void)?
 
     public init() {}
 }

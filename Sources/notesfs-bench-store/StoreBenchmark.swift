@@ -72,6 +72,7 @@ enum StoreBenchmark {
         let flushSeconds = try measure { try store.flushSearchIndex() }
         print(String(format: "result save_index_flush_ms %.2f", flushSeconds * 1_000))
         try largeNote(store)
+        largeMerge()
     }
 
     /// `cp` of a big file into the mount: a 16 MiB note arriving in 128 KiB writes.
@@ -91,6 +92,26 @@ enum StoreBenchmark {
         print(String(format: "result large_write_slowest_ms %.1f", slowest * 1_000))
         let flushSeconds = try measure { try store.flushSearchIndex() }
         print(String(format: "result large_index_flush_ms %.1f", flushSeconds * 1_000))
+    }
+
+    /// A three-way merge of a 16 MiB note (440,000 lines) whose sides made a
+    /// few edits apart: the line diff must stay linear in the note's size.
+    static func largeMerge() {
+        let base = (0..<440_000).map { "line \($0): the quick brown fox jumps\n" }
+        var local = base
+        local[3] = "local edit near the top\n"
+        local.insert("local line in the middle\n", at: 200_000)
+        var remote = base
+        remote[439_990] = "remote edit near the end\n"
+        remote.remove(at: 100_000)
+        let (baseData, localData, remoteData) = (
+            Data(base.joined().utf8), Data(local.joined().utf8), Data(remote.joined().utf8)
+        )
+        var merged = false
+        let seconds = measure {
+            if case .merged = TextMerge.merge(base: baseData, local: localData, remote: remoteData) { merged = true }
+        }
+        print(String(format: "result merge_16mib_ms %.0f", seconds * 1_000) + (merged ? "" : " (clashed)"))
     }
 
     // MARK: Search

@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import NotesStore
 import SQLiteKit
+import Synchronization
 
 /// Commits saves to a store in a loop until killed, reporting each one on
 /// stdout only after the store call returned. One line per `write(2)`:
@@ -13,6 +14,8 @@ import SQLiteKit
 ///     saved <noteid> <rev> <sha256>    after a create or an edit returned
 ///     deleted <noteid>                 after a delete returned
 ///     synced <settled> <frozen>        after settling frozen changes as applied
+///     stopped                          inside the transaction of save N of
+///                                      `--stop-in-save N`, which then waits to be killed
 ///
 /// `rev` is the note's `local_rev`, read back on a second (read-only)
 /// connection after the call. Every save changes the bytes (each carries a
@@ -35,12 +38,18 @@ final class CrashChild {
     private var directories: [DirectoryRef] = [.root]
     /// The fake server's version counter for settling frozen changes.
     private var serverVersion: Int64 = 0
+    /// Saves reported so far (create and edit intents), for `--stop-in-save`.
+    private var savesStarted = 0
+    private let transactionStop: TransactionStop
 
     init(options: CrashChildOptions) throws {
         self.options = options
         rng = SplitMix64(seed: options.seed ^ (UInt64(options.run) &* 0x2545_F491_4F6C_DD1D))
         var configuration = StoreConfiguration()
         configuration.diskReserveBytes = 0
+        let stop = TransactionStop()
+        transactionStop = stop
+        configuration.insideWriteTransaction = { stop.reachedInsideTransaction() }
         store = try NotesStore(path: options.databasePath, configuration: configuration)
         // As the mount does: kills then land in a log whose tail is zeros.
         _ = try store.prepareWriteAheadLog()
@@ -227,6 +236,26 @@ final class CrashChild {
     /// the reader ignores a last line without its newline.
     private func report(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        if line.hasPrefix("intent create ") || line.hasPrefix("intent edit ") {
+            savesStarted += 1
+            if savesStarted == options.stopInSave { transactionStop.arm() }
+        }
+    }
+}
+
+/// The stop of `--stop-in-save`: armed just before that save, it reports
+/// `stopped` from inside the save's write transaction (the store's
+/// `insideWriteTransaction`) and waits there until the test kills the child.
+final class TransactionStop: Sendable {
+    private let armed = Atomic<Bool>(false)
+
+    func arm() { armed.store(true, ordering: .sequentiallyConsistent) }
+
+    func reachedInsideTransaction() {
+        guard armed.exchange(false, ordering: .sequentiallyConsistent) else { return }
+        let line = Array("stopped\n".utf8)
+        _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+        while true { pause() }
     }
 }
 

@@ -9,12 +9,15 @@ struct CrashChildOptions {
     var run = 0
     /// A safety stop: the child exits by itself after this long.
     var maxSeconds = 20.0
+    /// Stop inside the transaction of this save (counted from 1), report
+    /// `stopped`, and wait there to be killed; nil to save until killed.
+    var stopInSave: Int?
 
     struct UsageError: Error, CustomStringConvertible {
         var description: String
     }
 
-    static let usage = "usage: notesfs-crash-child --db PATH --seed N --run K [--max-seconds S]"
+    static let usage = "usage: notesfs-crash-child --db PATH --seed N --run K [--max-seconds S] [--stop-in-save N]"
 
     init(_ arguments: [String]) throws(UsageError) {
         var index = 0
@@ -38,6 +41,9 @@ struct CrashChildOptions {
                     throw UsageError(description: "bad --max-seconds")
                 }
                 maxSeconds = seconds
+            case "--stop-in-save":
+                guard let save = Int(try value(name)), save > 0 else { throw UsageError(description: "bad --stop-in-save") }
+                stopInSave = save
             default:
                 throw UsageError(description: "unknown argument '\(name)'. \(Self.usage)")
             }

@@ -1,10 +1,11 @@
 import Foundation
 
 // notesfs-crash-child: commits saves to a NotesStore in a loop until it is
-// killed (CrashSafetyTests sends SIGKILL at random moments), reporting each
-// save on stdout only after the store call returned. See CrashChild.swift.
+// killed (CrashSafetyTests sends SIGKILL at seeded moments: after a number of
+// reported saves, or while it waits inside a save's transaction), reporting
+// each save on stdout only after the store call returned. See CrashChild.swift.
 //
-// Usage: notesfs-crash-child --db PATH --seed N --run K [--max-seconds S]
+// Usage: notesfs-crash-child --db PATH --seed N --run K [--max-seconds S] [--stop-in-save N]
 do {
     let options = try CrashChildOptions(Array(CommandLine.arguments.dropFirst()))
     try CrashChild(options: options).run()

@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackHTTP
 import NotesModel
 import Synchronization
 import SyncProtocol
@@ -62,12 +63,18 @@ enum LoadGenerator {
         try tokens.joined(separator: "\n").write(toFile: out, atomically: true, encoding: .utf8)
     }
 
-    /// Clients each pushing one 2 KB note edit at a time, pulling every tenth push.
+    /// Clients each pushing one 2 KB note edit at a time, pulling every tenth
+    /// push; with `--parked N`, while N long polls wait on another account.
     static func push(_ options: [String: String]) throws {
         let port = UInt16(try number(options, "--port"))
-        let tokens = try loadTokens(try option(options, "--tokens"))
+        let allTokens = try loadTokens(try option(options, "--tokens"))
         let clients = try number(options, "--clients")
         let seconds = Double(try number(options, "--seconds"))
+        let parkedCount = try options["--parked"].map { _ in try number(options, "--parked") } ?? 0
+        // The parked polls wait on the last account, which no client pushes to.
+        let tokens = parkedCount > 0 ? Array(allTokens.dropLast()) : allTokens
+        guard let watched = allTokens.last, !tokens.isEmpty else { throw LoadError("--parked needs two accounts") }
+        let parked = try parkedCount > 0 ? parkPolls(parkedCount, port: port, token: watched) : []
         let results = Mutex<(latencies: [Double], applied: Int, failures: Int, pulls: Int)>(([], 0, 0, 0))
         let start = Date()
         let deadline = start.addingTimeInterval(seconds)
@@ -78,7 +85,7 @@ enum LoadGenerator {
             var failures = 0
             var pulls = 0
             do {
-                let connection = try RawConnection(port: port)
+                let connection = try RawHTTPConnection(port: port)
                 let device = DeviceID()
                 let note = NoteID()
                 var version: Int64?
@@ -133,11 +140,33 @@ enum LoadGenerator {
         let elapsed = Date().timeIntervalSince(start)
         let total = results.withLock { $0 }
         let sorted = total.latencies.sorted()
+        let stillParked = try ServerMetrics.heldLongPolls(port: port)
+        withExtendedLifetime(parked) {}
         print(
             String(
-                format: "push clients=%d applied=%d seconds=%.1f rate=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.1f pulls=%d failures=%d",
+                format: "push clients=%d applied=%d seconds=%.1f rate=%.0f p50_ms=%.2f p99_ms=%.2f max_ms=%.1f pulls=%d failures=%d parked=%d",
                 clients, total.applied, elapsed, Double(total.applied) / elapsed, percentile(sorted, 0.50),
-                percentile(sorted, 0.99), sorted.last ?? 0, total.pulls, total.failures))
+                percentile(sorted, 0.99), sorted.last ?? 0, total.pulls, total.failures, stillParked))
+    }
+
+    /// Opens `count` connections that each park a 30 s long poll on `token`'s
+    /// account, and waits until the server holds them all.
+    static func parkPolls(_ count: Int, port: UInt16, token: String) throws -> [RawHTTPConnection] {
+        let first = try RawHTTPConnection(port: port)
+        try first.send(method: "GET", target: Endpoint.changes, token: token)
+        let cursor = try WireCoding.decoder().decode(ChangesPage.self, from: try first.receive().body).nextCursor.rawValue
+        var polls: [RawHTTPConnection] = []
+        for _ in 0..<count {
+            let poll = try RawHTTPConnection(port: port)
+            try poll.send(method: "GET", target: Endpoint.changes + "?since=\(cursor)&wait=30", token: token)
+            polls.append(poll)
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while try ServerMetrics.heldLongPolls(port: port) < count {
+            guard Date() < deadline else { throw LoadError("the server holds fewer than \(count) long polls") }
+            usleep(10_000)
+        }
+        return polls
     }
 
     /// Each client parks a long poll on its account, pushes one change on a
@@ -157,8 +186,8 @@ enum LoadGenerator {
             var latencies: [Double] = []
             var failures = 0
             do {
-                let poller = try RawConnection(port: port)
-                let pusher = try RawConnection(port: port)
+                let poller = try RawHTTPConnection(port: port)
+                let pusher = try RawHTTPConnection(port: port)
                 let device = DeviceID()
                 try poller.send(method: "GET", target: Endpoint.changes, token: token)
                 let first = try poller.receive()

@@ -4,6 +4,6 @@ import Foundation
 // every run stops by itself after its seconds.
 //
 //   notesfs-loadgen setup --data DIR | --postgres CONNINFO --accounts N --out FILE
-//   notesfs-loadgen push  --port P --tokens FILE --clients C --seconds S
+//   notesfs-loadgen push  --port P --tokens FILE --clients C --seconds S [--parked N]
 //   notesfs-loadgen wake  --port P --tokens FILE --clients C --seconds S
 exit(LoadGenerator.main(Array(CommandLine.arguments.dropFirst())))

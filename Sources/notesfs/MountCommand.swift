@@ -1,6 +1,7 @@
 import Foundation
 import NotesFS
 import NotesStore
+import ProcessKit
 import SyncEngine
 
 struct MountCommand: Command {
@@ -266,35 +267,19 @@ enum Daemonizer {
             executable, "mount", mountpoint, "--data", location.directory.path, "--foreground", "--ready-fd", "3",
         ]
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_APPEND | O_CREAT, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptySet = sigset_t()
-        sigemptyset(&emptySet)
-        var defaultSignals = sigset_t()
-        sigemptyset(&defaultSignals)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaultSignals, signal) }
-        posix_spawnattr_setsigmask(&attributes, &emptySet)
-        posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
-        // POSIX_SPAWN_SETSID (glibc 2.26+) needs _GNU_SOURCE to be visible: its value is 0x80.
-        let spawnSetSID: Int32 = 0x80
-        posix_spawnattr_setflags(&attributes, Int16(spawnSetSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        var pid: pid_t = 0
-        var cArguments = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, &cArguments, environ)
-        close(writeEnd)
-        guard spawned == 0 else {
-            throw CommandError.failed("cannot start the mount process: \(String(cString: strerror(spawned)))")
+        var options = ChildProcess.Options(
+            standardInput: .null, standardOutput: .null, standardError: .file(logPath, append: true))
+        options.passedDescriptors = [3: writeEnd]
+        options.searchPath = false
+        options.newSession = true
+        options.defaultSignals = [SIGTERM, SIGINT, SIGHUP, SIGPIPE]
+        let pid: pid_t
+        do {
+            pid = try ChildProcess.spawn(arguments, options)
+            close(writeEnd)
+        } catch {
+            close(writeEnd)
+            throw CommandError.failed("cannot start the mount process: \(error)")
         }
 
         var received: [UInt8] = []

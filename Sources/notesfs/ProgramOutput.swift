@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 
 /// Runs a helper program (systemctl) and reads what it prints.
 enum ProgramOutput {
@@ -14,18 +15,10 @@ enum ProgramOutput {
         let writeEnd = ends[1]
         defer { close(readEnd) }
         _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        var arguments = command.map { strdup($0) } + [nil]
-        defer { arguments.forEach { free($0) } }
-        let spawned = posix_spawnp(&pid, command[0], &actions, nil, &arguments, environ)
+        let spawned = try? ChildProcess.spawn(
+            command, .init(standardInput: .null, standardOutput: .descriptor(writeEnd), standardError: .null))
         close(writeEnd)
-        guard spawned == 0 else { return nil }
+        guard let pid = spawned else { return nil }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while received.count < outputBytesMax {
@@ -34,8 +27,7 @@ enum ProgramOutput {
             if count <= 0 { break }
             received += buffer[0..<count]
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = ChildProcess.wait(pid)
         return String(decoding: received, as: UTF8.self)
     }
 }

@@ -88,7 +88,7 @@ struct ServiceCommand: Command {
     static func installMount(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let profile = arguments.option("--profile") ?? "default"
         try checkUnitWord(profile)
-        let location = try DataLocation(ParsedArguments(["--profile", profile], spec: ArgumentSpec(options: ["--profile"])))
+        let location = try DataLocation(arguments)
         let mountpoint: String
         if let given = arguments.option("--mountpoint") {
             mountpoint = URL(fileURLWithPath: given).standardizedFileURL.path
@@ -120,7 +120,8 @@ struct ServiceCommand: Command {
             return 0
         }
         try systemctl(["daemon-reload"], system: false, unit: unitName)
-        if let mount = MountTable.mount(at: mountpoint) {
+        // A mount whose process died does not count: the service detaches it.
+        if let mount = MountTable.mount(at: mountpoint), !isDead(mount) {
             try systemctl(["enable", unitName], system: false, unit: unitName)
             console.out(
                 "\(mountpoint) is already mounted (\(mount.fileSystemType)), so the service starts at your next login."
@@ -133,6 +134,13 @@ struct ServiceCommand: Command {
             "Status: systemctl --user status \(unitName); log: journalctl --user -u \(unitName); "
                 + "remove: notesfs service uninstall --profile \(profile)")
         return 0
+    }
+
+    /// A notesfs mount that no process serves any more (its data
+    /// directory's lock is free).
+    static func isDead(_ mount: MountTable.Mount) -> Bool {
+        guard mount.fileSystemType.hasSuffix("notesfs"), mount.source.hasPrefix("notesfs:") else { return false }
+        return !UnmountCommand.isLocked(String(mount.source.dropFirst("notesfs:".count)))
     }
 
     // MARK: server units

@@ -1,5 +1,6 @@
 import Foundation
 import NotesFS
+import ProcessKit
 
 struct UnmountCommand: Command {
     static let name = "unmount"
@@ -55,12 +56,6 @@ struct UnmountCommand: Command {
     }
 
     static func runProgram(_ arguments: [String]) -> Int32 {
-        var pid: pid_t = 0
-        var cArguments = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        guard posix_spawnp(&pid, arguments[0], nil, nil, &cArguments, environ) == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+        ChildProcess.run(arguments)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 import Testing
 import TestSupport
 
@@ -59,56 +60,26 @@ import TestSupport
     }
 }
 
-/// A program the test started; `stop()` (in a defer) kills and reaps it if
-/// it still runs.
+/// A program the test started, its output (standard error too) in a file;
+/// `stop()` (in a defer) ends and reaps it if it still runs.
 final class Child {
-    let pid: pid_t
-    let outputPath: String
-    private var reaped = false
-
-    init(_ arguments: [String], output: String) throws {
-        outputPath = output
-        pid = try ChildProcess.spawn(arguments, standardOutput: output, standardError: nil)
-    }
-
-    var log: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
-
+    private let process: SpawnedProcess
     /// How long `wait` waits before it kills the child: a guard against a
     /// hang, never a measurement.
     static let exitWaitSeconds = 30.0
 
-    /// Waits for the exit and returns the exit status; a child still running
-    /// after `exitWaitSeconds` is killed, recorded as an issue, and gives -1.
-    func wait() -> Int32 {
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(Self.exitWaitSeconds)
-        while true {
-            let done = waitpid(pid, &status, WNOHANG)
-            if done == pid { break }
-            if done < 0 && errno != EINTR {
-                reaped = true
-                return -1
-            }
-            if Date() > deadline {
-                Issue.record("pid \(pid) did not exit within \(Self.exitWaitSeconds) s; killing it")
-                kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                reaped = true
-                return -1
-            }
-            usleep(10_000)
-        }
-        reaped = true
-        return ChildProcess.exitStatus(status)
+    init(_ arguments: [String], output: String) throws {
+        process = try SpawnedProcess(arguments, outputPath: output)
     }
 
-    func stop() {
-        guard !reaped else { return }
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        reaped = true
-    }
+    var pid: pid_t { process.pid }
+    var log: String { process.output }
+
+    /// The exit status (128 + a signal's number when one ended it); a child
+    /// still running after `exitWaitSeconds` is killed.
+    func wait() -> Int32 { ChildProcess.exitStatus(process.wait(seconds: Self.exitWaitSeconds)) }
+
+    func stop() { process.stop() }
 }
 
 /// The datagram socket systemd listens on for `sd_notify` messages; a path

@@ -1,4 +1,5 @@
 import Foundation
+import NotesModel
 import NotesStore
 import SQLiteKit
 import TestSupport
@@ -25,7 +26,8 @@ struct DurabilityTests {
                 os.close(fd)
                 print(name, line.decode().strip(), flush=True)
             """.write(toFile: writer, atomically: true, encoding: .utf8)
-        var generator = SystemRandomNumberGenerator()
+        let seed = Seeds.one(20_240_520)
+        var generator = SplitMix64(seed: seed)
         var acknowledged: [String: [String]] = [:]
         for round in 0..<20 {
             try fixture.mount()
@@ -35,7 +37,7 @@ struct DurabilityTests {
             // random moment after its first acknowledged write (python's start
             // alone can take longer than the delay on a loaded machine).
             try fixture.sh("(python3 '\(writer)' \(round) > '\(ackPath)' 2>/dev/null &)")
-            let firstAckDeadline = Date().addingTimeInterval(10)
+            let firstAckDeadline = Date().addingTimeInterval(60)
             while ((try? Data(contentsOf: URL(fileURLWithPath: ackPath)))?.isEmpty ?? true) && Date() < firstAckDeadline {
                 usleep(5_000)
             }
@@ -52,7 +54,7 @@ struct DurabilityTests {
             for (path, lines) in acknowledged {
                 let content = try String(contentsOfFile: fixture.mountpoint + path, encoding: .utf8)
                 for line in lines {
-                    #expect(content.contains(line + "\n"), "round \(round): lost '\(line)' in \(path)")
+                    #expect(content.contains(line + "\n"), "\(Seeds.describe(seed)), round \(round): lost '\(line)' in \(path)")
                 }
             }
             fixture.unmount()

@@ -46,7 +46,7 @@ struct LinkCountMountTests {
         #expect(restore.status == 0, "\(restore.standardError)")
         #expect(restore.standardOutput.contains("Restored entry \(match.1) into /Work/todo.md"))
         let seen = try fixture.sh(
-            "for i in $(seq 1 40); do grep -q precious Work/todo.md && break; sleep 0.1; done; cat Work/todo.md")
+            "for i in $(seq 1 600); do grep -q precious Work/todo.md && break; sleep 0.1; done; cat Work/todo.md")
         #expect(seen == "precious text\n")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NotesModel
 import TestSupport
 import Testing
 
@@ -10,10 +11,10 @@ struct LocalOnlyAndHistoryTests {
         _ = try Seed.syncedNotes(fixture.databasePath, [(folder: [], title: "note.md", body: "text\n")])
         try fixture.mount()
         let seen = try fixture.sh("""
-            (TERM=dumb timeout 20 vim -c 'sleep 2' -c q note.md </dev/null >/dev/null 2>&1 &)
-            for i in $(seq 1 100); do [ -e .note.md.swp ] && break; sleep 0.05; done
+            (TERM=dumb timeout 120 vim -c 'sleep 2' -c q note.md </dev/null >/dev/null 2>&1 &)
+            for i in $(seq 1 1200); do [ -e .note.md.swp ] && break; sleep 0.05; done
             ls -a
-            sleep 3
+            for i in $(seq 1 2400); do [ -e .note.md.swp ] || break; sleep 0.05; done
             """)
         #expect(seen.contains(".note.md.swp"))
         fixture.unmount()
@@ -55,7 +56,7 @@ struct LocalOnlyAndHistoryTests {
         // drops the kernel's cached pages within about half a second.
         let restore = try MountFixture.run([binary, "restore", seq, "--data", fixture.dataDirectory])
         #expect(restore.status == 0, "\(restore.standardError)")
-        let seen = try fixture.sh("for i in $(seq 1 40); do grep -q precious note.md && break; sleep 0.1; done; cat note.md")
+        let seen = try fixture.sh("for i in $(seq 1 600); do grep -q precious note.md && break; sleep 0.1; done; cat note.md")
         #expect(seen == "precious text\n")
         fixture.unmount()
         let snapshot = try StoreSnapshot.read(fixture.databasePath)
@@ -101,13 +102,12 @@ struct LocalOnlyAndHistoryTests {
 enum TreeGenerator {
     static func generate(databasePath: String, folders: Int, notesPerFolder: Int, seed: UInt64) throws {
         let store = try NotesStoreOpener.open(databasePath)
-        var random = seed
+        var random = SplitMix64(seed: seed)
         for folder in 0..<folders {
             let directory = try store.makeFolders(path: [String(format: "folder-%03d", folder)])
             for note in 0..<notesPerFolder {
-                random = random &* 6364136223846793005 &+ 1442695040888963407
                 let index = folder * notesPerFolder + note
-                let body = "note \(index) common words \(random % 1000)\nneedle-\(String(format: "%04d", index))\n"
+                let body = "note \(index) common words \(random.next() % 1000)\nneedle-\(String(format: "%04d", index))\n"
                 try store.createNote(in: directory, title: String(format: "note-%05d.md", index), body: Data(body.utf8))
             }
         }

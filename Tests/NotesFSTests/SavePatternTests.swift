@@ -32,10 +32,10 @@ let saveCases: [SaveCase] = [
     SaveCase(name: "sed -i", script: "sed -i s/one/ONE/ note.md",
              expected: ["/note.md": "line ONE\nline two\n", "/dir/other.md": other], keepsID: "/note.md"),
     SaveCase(name: "vim (Debian defaults)",
-             script: "TERM=dumb timeout 20 vim -c 'normal Ahello' -c wq note.md </dev/null >/dev/null 2>&1",
+             script: "TERM=dumb timeout 120 vim -c 'normal Ahello' -c wq note.md </dev/null >/dev/null 2>&1",
              expected: ["/note.md": "line onehello\nline two\n", "/dir/other.md": other], keepsID: "/note.md"),
     SaveCase(name: "vim backupcopy=no",
-             script: "TERM=dumb timeout 20 vim -c 'set backupcopy=no' -c 'normal Ahello' -c wq note.md </dev/null >/dev/null 2>&1",
+             script: "TERM=dumb timeout 120 vim -c 'set backupcopy=no' -c 'normal Ahello' -c wq note.md </dev/null >/dev/null 2>&1",
              expected: ["/note.md": "line onehello\nline two\n", "/dir/other.md": other], keepsID: "/note.md"),
     SaveCase(name: "python os.replace",
              script: """

@@ -1,6 +1,7 @@
 import Foundation
 import NotesModel
 import Testing
+import TestSupport
 
 @Suite struct ConflictPolicyTests {
     static let work = FolderID(name: "work")

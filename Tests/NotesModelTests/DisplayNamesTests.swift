@@ -1,5 +1,6 @@
 import NotesModel
 import Testing
+import TestSupport
 
 @Suite struct DisplayNamesTests {
     @Test(arguments: [

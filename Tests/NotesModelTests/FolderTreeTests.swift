@@ -1,6 +1,7 @@
 import Foundation
 import NotesModel
 import Testing
+import TestSupport
 
 @Suite struct FolderTreeTests {
     /// root ─ A ─ B ─ C, and D in the root.

@@ -1,6 +1,7 @@
 import Foundation
 import NotesModel
 import Testing
+import TestSupport
 
 @Suite struct NameCodecTests {
     @Test(arguments: [

@@ -1,4 +1,6 @@
 import Foundation
+import NotesModel
+import TestSupport
 
 /// Random titles and note bodies for the property tests, built from pieces that
 /// break naive code: separators, NUL, newlines, combining marks, emoji, bad UTF-8.

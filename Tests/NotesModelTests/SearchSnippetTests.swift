@@ -1,6 +1,7 @@
 import Foundation
 import NotesModel
 import Testing
+import TestSupport
 
 @Suite struct SearchSnippetTests {
     struct Case: CustomTestStringConvertible, Sendable {
@@ -119,7 +120,8 @@ import Testing
 
     @Test func everyHitIsAWholeWordWithTheStemOfAQueryWord() {
         // Seeded: random words from a small alphabet, so partial matches abound.
-        var random = SplitMix64(seed: 7)
+        let seed = Seeds.one(7)
+        var random = SplitMix64(seed: seed)
         let alphabet = Array("abAB é-")
         for _ in 0..<500 {
             let text = String((0..<40).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
@@ -129,7 +131,9 @@ import Testing
             let stem = PorterStemmer.stem(query.lowercased())
             for marked in Self.markedWords(in: excerpt) {
                 let folded = marked.lowercased().folding(options: .diacriticInsensitive, locale: nil)
-                #expect(PorterStemmer.stem(folded) == stem, "\(marked) marked for \(query) in \(text)")
+                #expect(
+                    PorterStemmer.stem(folded) == stem,
+                    "\(Seeds.describe(seed)): \(marked) marked for \(query) in \(text)")
             }
         }
     }

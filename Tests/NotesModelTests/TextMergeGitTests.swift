@@ -1,5 +1,7 @@
 import Foundation
 import NotesModel
+import ProcessKit
+import TestSupport
 import Testing
 
 /// The insert cases of the merge against `git merge-file --union`, the
@@ -82,20 +84,13 @@ import Testing
         for (name, data) in [("remote", example.remote), ("base", example.base), ("local", example.local)] {
             try data.write(to: directory.appendingPathComponent(name))
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["git", "merge-file", "-p", "--union", "remote", "base", "local"]
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw GitFailure(message: "git merge-file exited with \(process.terminationStatus)")
-        }
-        return data
+        let output = directory.appendingPathComponent("merged").path
+        let pid = try ChildProcess.spawn(
+            ["git", "merge-file", "-p", "--union", "remote", "base", "local"],
+            .init(standardOutput: .file(output), standardError: .null, workingDirectory: directory.path))
+        let status = ChildProcess.exitStatus(ChildProcess.wait(pid))
+        guard status == 0 else { throw GitFailure(message: "git merge-file exited with \(status)") }
+        return try Data(contentsOf: URL(fileURLWithPath: output))
     }
 
     struct GitFailure: Error, CustomStringConvertible {
@@ -104,14 +99,7 @@ import Testing
     }
 
     static var gitIsInstalled: Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["git", "--version"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        ChildProcess.run(["git", "--version"], .init(standardOutput: .null, standardError: .null)) == 0
     }
 
     @Test func insertsMergeAsGitMergeFileUnionDoes() throws {

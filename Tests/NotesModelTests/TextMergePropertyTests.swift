@@ -1,6 +1,7 @@
 import Foundation
 import NotesModel
 import Testing
+import TestSupport
 
 /// Seeded property tests of the merge: each seed builds a base and two edited sides.
 /// A failure names its seed; rerun it alone with `NOTESFS_SEED=<seed>`.

@@ -187,7 +187,7 @@ import Testing
         return data
     }
 
-    @Test func aSixteenMebibyteNoteWithFewChangesMergesQuickly() throws {
+    @Test func aSixteenMebibyteNoteWithFewChangesMerges() throws {
         let base = Self.bigLines()
         let (localEdit, localInsert) = (
             Array("local edit near the top\n".utf8), Array("local line in the middle\n".utf8)
@@ -206,15 +206,10 @@ import Testing
         expected.remove(at: 100_000)
         let baseData = Self.joined(base)
         #expect(baseData.count > 16 * 1_048_576)
-        let clock = ContinuousClock()
-        var result = TextMergeResult.clash
-        let elapsed = clock.measure {
-            result = TextMerge.merge(base: baseData, local: Self.joined(local), remote: Self.joined(remote))
-        }
-        print("16 MiB merge with 4 changes: \(elapsed)")
+        let result = TextMerge.merge(base: baseData, local: Self.joined(local), remote: Self.joined(remote))
+        // A quadratic diff would take hours here, a linear one well under a
+        // second; scripts/bench-store reports the time (merge_16mib_ms).
         #expect(result == .merged(Self.joined(expected)))
-        // Not a benchmark: a quadratic diff would take minutes, a linear one well under a second.
-        #expect(elapsed < .seconds(20))
     }
 
     @Test func aRewriteOfThousandsOfLinesStillMergesWithAnEditElsewhere() {

@@ -1,13 +1,15 @@
 import Foundation
-import Testing
-
 import NotesModel
+import TestSupport
+import Testing
 
 @Suite struct UUIDTextTests {
     @Test func formattingMatchesFoundationsLowercaseText() {
+        let seed = Seeds.one(1)
+        var random = SplitMix64(seed: seed)
         for _ in 0..<200 {
-            let uuid = UUID()
-            #expect(UUIDText.format(uuid) == uuid.uuidString.lowercased())
+            let uuid = random.uuid()
+            #expect(UUIDText.format(uuid) == uuid.uuidString.lowercased(), "\(Seeds.describe(seed))")
         }
     }
 
@@ -26,17 +28,19 @@ import NotesModel
     }
 
     @Test func byteOrderIsTheOrderOfTheLowercaseText() {
-        var generator = SystemRandomNumberGenerator()
+        let seed = Seeds.one(2)
+        var generator = SplitMix64(seed: seed)
         // Ids that share long prefixes, so every byte position decides some pairs.
         let ids = (0..<300).map { _ in
             UUID(uuid: (
                 0, UInt8.random(in: 0...2, using: &generator), 0, 0, 0, 0, 0, 0,
                 UInt8.random(in: 0...255, using: &generator), 0, 0, 0, 0, 0, 0,
                 UInt8.random(in: 0...255, using: &generator)))
-        } + (0..<100).map { _ in UUID() }
-        for (a, b) in zip(ids, ids.shuffled()) {
-            #expect(UUIDText.precedes(a, b) == (UUIDText.format(a) < UUIDText.format(b)))
-            #expect((NoteID(a) < NoteID(b)) == (NoteID(a).description < NoteID(b).description))
+        } + (0..<100).map { _ in generator.uuid() }
+        for (a, b) in zip(ids, ids.shuffled(using: &generator)) {
+            #expect(UUIDText.precedes(a, b) == (UUIDText.format(a) < UUIDText.format(b)), "\(Seeds.describe(seed))")
+            #expect(
+                (NoteID(a) < NoteID(b)) == (NoteID(a).description < NoteID(b).description), "\(Seeds.describe(seed))")
         }
         #expect(!UUIDText.precedes(ids[0], ids[0]))
     }

@@ -54,13 +54,9 @@ import Testing
         let id = try store.createNote(in: .root, title: "n", body: Data(utf8: "start\n"))
         var model = Data(utf8: "start\n")
         var name = "n"
-        var random = SystemRandomNumberGenerator()
-        var seed = UInt64.random(in: 0...UInt64.max, using: &random)
-        func next(_ bound: Int) -> Int {
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
-            return Int((seed >> 33) % UInt64(bound))
-        }
-        let startSeed = seed
+        let startSeed = Seeds.one(20_250_301)
+        var random = SplitMix64(seed: startSeed)
+        func next(_ bound: Int) -> Int { Int(random.next() % UInt64(bound)) }
         for step in 0..<400 {
             switch next(10) {
             case 0...4:
@@ -89,9 +85,9 @@ import Testing
             let expectedRange = Data(model[min(offset, model.count)..<min(model.count, offset + count)])
             #expect(
                 try store.read(.note(id), offset: Int64(offset), count: count) == expectedRange,
-                "seed \(startSeed) step \(step)")
-            #expect(try store.contents(of: .note(id)) == model, "seed \(startSeed) step \(step)")
-            #expect(try store.entry(for: .note(id))?.size == Int64(model.count), "seed \(startSeed) step \(step)")
+                "\(Seeds.describe(startSeed)) step \(step)")
+            #expect(try store.contents(of: .note(id)) == model, "\(Seeds.describe(startSeed)) step \(step)")
+            #expect(try store.entry(for: .note(id))?.size == Int64(model.count), "\(Seeds.describe(startSeed)) step \(step)")
         }
     }
 

@@ -1,23 +1,27 @@
 import Foundation
 import NotesModel
 import NotesStore
+import ProcessKit
 import SQLiteKit
 import TestSupport
 import Testing
 
 /// Kills a child process that commits saves in a loop (`notesfs-crash-child`)
 /// with SIGKILL at seeded moments, 50 times against one database, and
-/// checks after every kill that nothing it reported is lost and that the
-/// outbox still matches the notes.
+/// checks after every kill that nothing it reported is lost, that a save
+/// killed inside its transaction left nothing, and that the outbox still
+/// matches the notes.
 ///
 /// Replay a failure with `NOTESFS_CRASH_SEED=<seed printed in the failure>`.
 /// The child is found next to the test binary, or at `NOTESFS_CRASH_CHILD`.
 @Suite struct CrashSafetyTests {
     static let runs = 50
     /// One run in five is killed between 0 and this many milliseconds after
-    /// the child starts (start-up and migration); the others once the child
-    /// has reported a seeded number of saves, so that the kills land in the
-    /// middle of the save loop however busy the machine is.
+    /// the child starts (start-up and migration). Two in five are killed once
+    /// the child has reported a seeded number of saves, somewhere in the save
+    /// loop; two in five while the child waits inside the transaction of a
+    /// seeded save (it says so). The moments are events the child reports,
+    /// so the kills land where they should however busy the machine is.
     static let killDelayMillisecondsMax = 250
     static let savesBeforeKill = 5...45
     static let defaultSeed: UInt64 = 20_240_601
@@ -31,7 +35,7 @@ import Testing
             or set NOTESFS_CRASH_CHILD to its path.
             """)
         let seed = ProcessInfo.processInfo.environment["NOTESFS_CRASH_SEED"].flatMap(UInt64.init) ?? Self.defaultSeed
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         let directory = try TemporaryDirectory(prefix: "notesfs-crash")
         defer { directory.remove() }
         let databasePath = directory.file("notes.sqlite")
@@ -39,11 +43,17 @@ import Testing
         var model = CrashModel()
         var savesReported = 0
         var runsKilledWhileSaving = 0
+        var runsKilledInsideATransaction = 0
         for run in 1...Self.runs {
             let context = "seed \(seed), run \(run) (replay with NOTESFS_CRASH_SEED=\(seed))"
             let delay = Int.random(in: 0...Self.killDelayMillisecondsMax, using: &random)
             let savesToWait = Int.random(in: Self.savesBeforeKill, using: &random)
-            let moment: KillMoment = Int.random(in: 1...5, using: &random) == 1 ? .after(milliseconds: delay) : .afterSaves(savesToWait)
+            let moment: KillMoment
+            switch Int.random(in: 1...5, using: &random) {
+            case 1: moment = .after(milliseconds: delay)
+            case 2, 3: moment = .afterSaves(savesToWait)
+            default: moment = .insideSave(savesToWait)
+            }
             let output = try await runChildAndKill(
                 child, databasePath: databasePath, seed: seed, run: run, at: moment,
                 directory: directory, context: context)
@@ -52,19 +62,26 @@ import Testing
             let saves = events.filter { if case .saved = $0 { true } else { false } }.count
             savesReported += saves
             if saves > 0 { runsKilledWhileSaving += 1 }
+            if case .insideSave = moment {
+                #expect(events.last == .stopped, "\(context): the child did not stop inside its save's transaction")
+                if events.last == .stopped { runsKilledInsideATransaction += 1 }
+            }
 
             guard try checkStore(at: databasePath, events: events, model: &model, context: context) else { return }
         }
         // The test is only worth something when the kills really hit a busy writer.
         #expect(runsKilledWhileSaving >= Self.runs / 2, "only \(runsKilledWhileSaving) kills hit the save loop")
+        #expect(runsKilledInsideATransaction >= 5, "only \(runsKilledInsideATransaction) kills inside a transaction")
         #expect(savesReported >= 500, "only \(savesReported) saves were reported in \(Self.runs) runs")
         #expect(model.live.count >= CrashModel.notesMinimum, "the child's notes should survive: \(model.live.count)")
     }
 
     enum KillMoment {
         case after(milliseconds: Int)
-        /// Once the child printed this many `saved` lines (or after 10 s).
+        /// Once the child printed this many `saved` lines (or after 60 s).
         case afterSaves(Int)
+        /// Once the child stopped inside the transaction of this save (`stopped`).
+        case insideSave(Int)
     }
 
     /// Runs the child, kills it at `moment`, and returns what it printed;
@@ -75,43 +92,39 @@ import Testing
     ) async throws -> Data? {
         let outputPath = directory.file("run-\(run).out")
         let errorPath = directory.file("run-\(run).err")
-        for path in [outputPath, errorPath] {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                Issue.record("\(context): cannot create \(path)")
-                return nil
-            }
-        }
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-        defer {
-            try? output.close()
-            try? errors.close()
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: child)
-        process.arguments = ["--db", databasePath, "--seed", String(seed), "--run", String(run), "--max-seconds", "10"]
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        // The child's own limit is far past the wait below: it must die by the kill.
+        var arguments = [child, "--db", databasePath, "--seed", String(seed), "--run", String(run), "--max-seconds", "120"]
+        if case .insideSave(let save) = moment { arguments += ["--stop-in-save", String(save)] }
+        let pid = try ChildProcess.spawn(
+            arguments, .init(standardOutput: .file(outputPath), standardError: .file(errorPath)))
+        var ended: Int32?
         switch moment {
         case .after(let milliseconds):
             try await Task.sleep(for: .milliseconds(milliseconds))
+            ended = ChildProcess.poll(pid)
         case .afterSaves(let count):
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline {
+            // An event with a generous ceiling.
+            _ = try await waitUntil(60) {
                 let printed = FileManager.default.contents(atPath: outputPath) ?? Data()
-                if String(decoding: printed, as: UTF8.self).components(separatedBy: "\nsaved ").count - 1 >= count {
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(1))
+                ended = ChildProcess.poll(pid)
+                return ended != nil
+                    || String(decoding: printed, as: UTF8.self).components(separatedBy: "\nsaved ").count - 1 >= count
+            }
+        case .insideSave:
+            _ = try await waitUntil(60) {
+                let printed = FileManager.default.contents(atPath: outputPath) ?? Data()
+                ended = ChildProcess.poll(pid)
+                return ended != nil || String(decoding: printed, as: UTF8.self).hasSuffix("\nstopped\n")
             }
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        guard process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL else {
+        if ended == nil {
+            kill(pid, SIGKILL)
+            ended = ChildProcess.wait(pid)
+        }
+        let status = ChildProcess.exitStatus(ended ?? -1)
+        guard status == 128 + SIGKILL else {
             let message = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-            Issue.record(
-                "\(context): the child was not killed by SIGKILL but ended with \(process.terminationStatus): \(message)")
+            Issue.record("\(context): the child was not killed by SIGKILL but ended with \(status): \(message)")
             return nil
         }
         return FileManager.default.contents(atPath: outputPath) ?? Data()
@@ -155,6 +168,8 @@ fileprivate enum CrashEvent: Equatable {
     case saved(id: String, rev: Int64, sha: String)
     case deleted(id: String)
     case synced
+    /// Inside a save's transaction, waiting for the kill.
+    case stopped
 
     /// Complete lines only: a kill can cut the last line short. Nil on an unknown line.
     static func parse(_ output: Data) -> [CrashEvent]? {
@@ -173,6 +188,7 @@ fileprivate enum CrashEvent: Equatable {
                 events.append(.saved(id: fields[1], rev: rev, sha: fields[3]))
             case ("deleted", 2): events.append(.deleted(id: fields[1]))
             case ("synced", 3): events.append(.synced)
+            case ("stopped", 1): events.append(.stopped)
             default: return nil
             }
         }
@@ -229,8 +245,13 @@ fileprivate struct CrashModel {
         var problems: [String] = []
         var expected = live
         var intent: CrashEvent?
+        // Killed inside the last intent's transaction: it must have left nothing.
+        var stoppedInsideIntent = false
         for event in events {
             switch event {
+            case .stopped:
+                stoppedInsideIntent = intent != nil
+                if intent == nil { problems.append("stopped outside a save") }
             case .ready, .synced:
                 if let intent { problems.append("\(intent) was not reported before the next step") }
                 intent = nil
@@ -264,7 +285,7 @@ fileprivate struct CrashModel {
             let found = stored[id]?.version
             if found == version { continue }
             switch intent {
-            case .intentEdit(id, let sha)? where found == Version(rev: version.rev + 1, sha: sha):
+            case .intentEdit(id, let sha)? where !stoppedInsideIntent && found == Version(rev: version.rev + 1, sha: sha):
                 continue
             case .intentDelete(id)? where found == nil:
                 continue
@@ -276,7 +297,9 @@ fileprivate struct CrashModel {
         let unexpected = stored.filter { expected[$0.key] == nil }
         if !unexpected.isEmpty {
             var allowed = false
-            if case .intentCreate(let sha, let title)? = intent, unexpected.count == 1, let only = unexpected.first {
+            if case .intentCreate(let sha, let title)? = intent, !stoppedInsideIntent, unexpected.count == 1,
+                let only = unexpected.first
+            {
                 allowed = only.value.title == title && only.value.version == Version(rev: 1, sha: sha)
             }
             if !allowed {
@@ -383,18 +406,5 @@ fileprivate enum CrashChildBinary {
             return FileManager.default.isExecutableFile(atPath: path) ? path : nil
         }
         return searchedDirectories.map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-}
-
-/// SplitMix64: the seeded source of kill delays.
-fileprivate struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

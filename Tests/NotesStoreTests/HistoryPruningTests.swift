@@ -119,7 +119,7 @@ import Testing
         defer { fixture.remove() }
         let store = fixture.store
         let note = try store.createNote(in: .root, title: "big.md", body: Data())
-        var random = SplitMix(seed: 3)
+        var random = SplitMix64(seed: 3)
         for _ in 0..<40 {
             // Text that does not compress or repeat: 256 KiB each, 10 MiB in all.
             let text = (0..<(256 << 10) / 16).map { _ in String(format: "%016llx", random.next()) }.joined()
@@ -178,18 +178,5 @@ import Testing
     func fileSize(_ path: String) throws -> Int64 {
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         return (attributes[.size] as? NSNumber)?.int64Value ?? 0
-    }
-}
-
-/// A small seeded generator for test data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

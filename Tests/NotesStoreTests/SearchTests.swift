@@ -59,6 +59,27 @@ import Testing
         #expect(try store.search("\"olive oil\"").first?.snippet == "fry in [olive] [oil]")
     }
 
+    @Test func aPhraseIsRankedByRelevanceUpTo200MatchesAndNewestFirstAbove() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let relevant = try store.createNote(
+            in: .root, title: "a.md", body: Data(String(repeating: "olive oil ", count: 30).utf8))
+        var others: [NoteID] = []
+        func add(_ count: Int) throws {
+            for _ in 0..<count {
+                let body = "olive oil and " + String(repeating: "other words ", count: 30)
+                others.append(try store.createNote(in: .root, title: "n\(others.count).md", body: Data(body.utf8)))
+            }
+        }
+        try add(199)
+        #expect(try store.search("\"olive oil\"", limit: 1).map(\.noteID) == [relevant], "200 matches: ranked")
+        try add(1)
+        #expect(try store.search("\"olive oil\"", limit: 1).map(\.noteID) == others.suffix(1), "201: newest first")
+        // Words alone stay ranked up to 1,000 matches.
+        #expect(try store.search("olive oil", limit: 1).map(\.noteID) == [relevant])
+    }
+
     @Test func aFolderFilterKeepsNotesInTheFolderAndTheFoldersInsideIt() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
@@ -155,10 +176,16 @@ import Testing
             "alpha", "beta", " ", " ", "\"", "*", "(", ")", ":", "^", "-", "+", "'", "{", "}", "NEAR", "AND", "OR",
             "NOT", "\u{0}", "é", "日本", ",", "title:", "body:", "\\", "\t", "NEAR(", "%", "_",
         ]
-        var random = SearchRandom(seed: 20)
+        let seed = Seeds.one(20)
+        var random = SplitMix64(seed: seed)
         for _ in 0..<2_000 {
             let query = (0..<random.int(1..<8)).map { _ in random.pick(pieces) }.joined()
-            _ = try store.search(query)
+            do {
+                _ = try store.search(query)
+            } catch {
+                Issue.record("\(Seeds.describe(seed)): the query \(query.debugDescription) failed: \(error)")
+                return
+            }
         }
         #expect(try store.search("NOT").count == 1)
         #expect(try store.search("alpha OR zzz").isEmpty)
@@ -175,7 +202,7 @@ import Testing
     /// from the notes (every token, every position): a removal made with the
     /// wrong text leaves tokens behind that this finds.
     static func expectIndexMatchesContent(
-        _ store: NotesStore, _ path: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ store: NotesStore, _ path: String, _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         try store.flushSearchIndex()
         let db = try Connection(path: path)
@@ -204,9 +231,10 @@ import Testing
                 "\($0.string(0)) \($0.int64(1)) \($0.string(2)) \($0.int64(3))"
             }
         }
-        #expect(try terms("temp.live_terms") == terms("temp.fresh_terms"), sourceLocation: sourceLocation)
+        #expect(try terms("temp.live_terms") == terms("temp.fresh_terms"), "\(context)", sourceLocation: sourceLocation)
         #expect(
-            try terms("temp.live_title_terms") == terms("temp.fresh_title_terms"), sourceLocation: sourceLocation)
+            try terms("temp.live_title_terms") == terms("temp.fresh_title_terms"), "\(context)",
+            sourceLocation: sourceLocation)
         try db.execute(
             """
             DROP TABLE temp.live_terms; DROP TABLE temp.fresh_terms; DROP TABLE temp.fresh;
@@ -221,7 +249,8 @@ import Testing
         let fixture = try StoreFixture(configuration: configuration)
         defer { fixture.remove() }
         let store = fixture.store
-        var random = SearchRandom(seed: 8)
+        let seed = Seeds.one(8)
+        var random = SplitMix64(seed: seed)
         let words = ["apple", "apples", "Äpfel", "running", "ran", "crêpe", "the", "zebra", "état", "日本語"]
         func text() -> Data {
             Data((0..<random.int(1..<40)).map { _ in random.pick(words) }.joined(separator: " ").utf8)
@@ -246,9 +275,11 @@ import Testing
                 files.removeAll { $0 == ref }
                 files.append(try store.createFile(in: .root, name: "m\(step).md").ref)
             }
-            if step % 25 == 0 { try Self.expectIndexMatchesContent(store, fixture.databasePath) }
+            if step % 25 == 0 {
+                try Self.expectIndexMatchesContent(store, fixture.databasePath, "\(Seeds.describe(seed)), step \(step)")
+            }
         }
-        try Self.expectIndexMatchesContent(store, fixture.databasePath)
+        try Self.expectIndexMatchesContent(store, fixture.databasePath, Seeds.describe(seed))
     }
 }
 
@@ -286,7 +317,8 @@ import Testing
             CREATE VIRTUAL TABLE words USING fts5(word, content = '', tokenize = 'porter ascii');
             CREATE VIRTUAL TABLE terms USING fts5vocab(words, 'instance');
             """)
-        var random = SearchRandom(seed: 3)
+        let seed = Seeds.one(3)
+        var random = SplitMix64(seed: seed)
         let letters = Array("bcdfghjklmnprstvwxyzaeiouy")
         var all = Self.words
         for _ in 0..<20_000 {
@@ -310,21 +342,6 @@ import Testing
                 mismatches.append("\(word) does not start with \(stem) less its tail")
             }
         }
-        #expect(mismatches.isEmpty, "\(mismatches.prefix(20))")
+        #expect(mismatches.isEmpty, "\(Seeds.describe(seed)): \(mismatches.prefix(20))")
     }
-}
-
-/// SplitMix64, seeded, with the two helpers these tests use.
-private struct SearchRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-    mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
-    mutating func pick<Element>(_ choices: [Element]) -> Element { choices[int(0..<choices.count)] }
 }

@@ -6,8 +6,18 @@ import Testing
 /// itself; replay it with `scripts/simulate --seed S --trace` or
 /// `NOTESFS_SIM_SEED=S swift test --filter SimulationTests`.
 @Suite struct SimulationTests {
-    /// The fixed range every test run covers.
-    static let ciSeeds: ClosedRange<UInt64> = 1...1200
+    /// The fixed range a full test run covers: seeds 1...1200, or the first
+    /// `NOTESFS_SIM_SEEDS` of them (`scripts/test --quick` runs 100).
+    static let ciSeeds: ClosedRange<UInt64> = 1...seedCount(default: 1200)
+
+    static func seedCount(default count: UInt64) -> UInt64 {
+        guard let text = ProcessInfo.processInfo.environment["NOTESFS_SIM_SEEDS"] else { return count }
+        guard let value = UInt64(text), value >= 1 else {
+            FileHandle.standardError.write(Data("NOTESFS_SIM_SEEDS='\(text)' is not a seed count; running \(count)\n".utf8))
+            return count
+        }
+        return value
+    }
 
     static func seedFile(_ name: String) -> String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(name).path

@@ -21,16 +21,13 @@ import TestSupport
         let world = try await SyncWorld()
         defer { world.remove() }
         let key = world.directory.file("key.pem"), cert = world.directory.file("cert.pem")
-        let generate = Process()
-        generate.executableURL = URL(fileURLWithPath: openssl)
-        generate.arguments = [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
-        ]
-        generate.standardError = FileHandle.nullDevice
-        generate.standardOutput = FileHandle.nullDevice
-        try generate.run()
-        generate.waitUntilExit()
+        let generated = try await onThread {
+            try MountFixture.run([
+                openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
+            ])
+        }
+        #expect(generated.status == 0, "\(generated.standardError)")
         let http = try HTTPServer(
             server: world.server,
             configuration: HTTPServer.Configuration(

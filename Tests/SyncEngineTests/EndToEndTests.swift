@@ -51,7 +51,7 @@ final class SyncCluster: @unchecked Sendable {
     static func names(_ mount: MountFixture, _ path: String = "") -> [String] { mount.names(path) }
 
     /// Polls `condition` every 20 ms; fails with `what` and the logs after `seconds`.
-    func waitFor(_ what: String, seconds: Double = 20, _ condition: () throws -> Bool) throws {
+    func waitFor(_ what: String, seconds: Double = 60, _ condition: () throws -> Bool) throws {
         try MountFixture.waitFor(what, mounts: mounts, seconds: seconds, condition)
     }
 

@@ -159,7 +159,8 @@ import Testing
             if viaTask { poll.cancel() } else { transport.cancelAll() }
             let error = await poll.value
             #expect(error == .offline("cancelled"))
-            #expect(Date().timeIntervalSince(started) < 3, "the poll kept its connection for its whole wait")
+            // A generous ceiling, well under the poll's 30 s wait.
+            #expect(Date().timeIntervalSince(started) < 20, "the poll kept its connection for its whole wait")
         }
         // The transport still works after cancelling.
         #expect(try await transport.changes(since: cursor, limit: 1, waitSeconds: 0).changes.isEmpty)

@@ -72,6 +72,32 @@ final class ManualClock: Sendable {
         #expect(try names(b.store).count >= 20, "b keeps at least half of its notes")
     }
 
+    /// The window's start is taken as the notes live now plus those deleted,
+    /// so a note made elsewhere and pulled during an `rm -rf` raises the
+    /// bound by a half (the simulation's check reckons it the same way).
+    @Test func aNotePulledDuringAnRmRfCountsInTheNotesAtTheWindowsStart() async throws {
+        let world = try await SyncWorld()
+        defer { world.remove() }
+        let a = try device(world, "a"), b = try device(world, "b")
+        for index in 0..<27 { try a.store.createNote(in: .root, title: "n\(index)", body: Data("n\(index)\n".utf8)) }
+        try await world.syncToQuiet([a, b])
+        for index in 0..<5 { try a.store.removeFile(in: .root, name: "n\(index)") }
+        #expect(await a.engine.sync().succeeded)
+        try b.store.createNote(in: .root, title: "new", body: Data("new\n".utf8))
+        #expect(await b.engine.sync().succeeded)
+        var held = false
+        for index in 5..<27 where !held {
+            try a.store.removeFile(in: .root, name: "n\(index)")
+            clock.advance(seconds: 0.25)
+            if case .held = await a.engine.sync() { held = true }
+        }
+        #expect(held)
+        let hold = try a.store.massDeleteHold()
+        #expect(hold.trippedLive == 28, "27 notes and the one pulled: \(hold)")
+        #expect(hold.notesToSend == 1, "the 15th deletion waits: \(hold)")
+        #expect(try await liveOnServer(world) == 28 - 14, "half of 28 went out, no more")
+    }
+
     @Test func aFolderDeletionIsHeldWithItsNotesSoTheyNeverLandInTheRootElsewhere() async throws {
         let world = try await SyncWorld()
         defer { world.remove() }

@@ -68,7 +68,7 @@ import Testing
         _ = try cluster.shell(a, "echo A >> n.md")
         try waitForPull(cluster, past: version)
         #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
-        #expect(appender.waitForExit(seconds: 10) == 0)
+        #expect(appender.waitForExit(seconds: 60) == 0)
         for mount in [a, b] {
             try waitForText(cluster, mount, "base\nA\nB\n")
         }
@@ -97,7 +97,7 @@ import Testing
         _ = try cluster.shell(a, "echo A-line >> n.md")
         try waitForPull(cluster, past: version)
         #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
-        #expect(writer.waitForExit(seconds: 10) == 0)
+        #expect(writer.waitForExit(seconds: 60) == 0)
         // Two lines added at the same place merge, or (with a merge that
         // keeps such clashes apart) the writer's text becomes a conflict
         // copy; either way the note keeps a's line and nothing is lost.
@@ -137,7 +137,7 @@ import Testing
         _ = try cluster.shell(a, "printf 'one\\nTWO-a\\nthree\\n' > n.md")
         try waitForPull(cluster, past: version)
         #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
-        #expect(writer.waitForExit(seconds: 10) == 0)
+        #expect(writer.waitForExit(seconds: 60) == 0)
         for mount in [a, b] {
             try cluster.waitFor("the note and one copy on \(mount.mountpoint)") {
                 let names = SyncCluster.names(mount)

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import ProcessKit
 import SyncServer
 import Testing
 import TestSupport
@@ -43,7 +44,7 @@ import TestSupport
         // SECLEVEL=0 lets this client offer the old versions at all.
         let result = try MountFixture.run([
             "/bin/bash", "-c",
-            "echo | timeout 10 \(Self.openssl) s_client -connect 127.0.0.1:\(http.port) \(version) "
+            "echo | timeout 60 \(Self.openssl) s_client -connect 127.0.0.1:\(http.port) \(version) "
                 + "-cipher 'DEFAULT:@SECLEVEL=0' 2>&1",
         ])
         let established = result.status == 0 && result.standardOutput.contains("Cipher is ")
@@ -177,14 +178,13 @@ import TestSupport
             [
                 "/usr/bin/env", "OPENSSL_CONF=\(configuration)", Self.openssl, "s_server", "-accept", "127.0.0.1:\(port)",
                 version, "-cipher", "DEFAULT:@SECLEVEL=0", "-cert", cert, "-key", key, "-www",
-            ], standardOutput: serverLog, standardError: serverLog)
+            ], .init(standardOutput: .file(serverLog), standardError: .standardOutput))
         defer {
             kill(server, SIGTERM)
-            var status: Int32 = 0
-            waitpid(server, &status, 0)
+            _ = ChildProcess.wait(server)
         }
-        for _ in 0..<500 where !((try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? "").contains("ACCEPT") {
-            usleep(10_000)
+        try MountFixture.waitFor("openssl s_server accepts connections", mounts: [], seconds: 30) {
+            ((try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? "").contains("ACCEPT")
         }
         let token = directory.file("token")
         try Data("nfs_0123456789abcdef01234567_\(String(repeating: "A", count: 43))\n".utf8)

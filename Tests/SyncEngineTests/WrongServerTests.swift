@@ -30,7 +30,7 @@ import Testing
                 && status.contains(wrongPath)
         }
         // Past the first retry, which settled every change as refused before.
-        try cluster.waitFor("a second failed run", seconds: 10) {
+        try cluster.waitFor("a second failed run") {
             (try String(contentsOfFile: a.logPath, encoding: .utf8))
                 .components(separatedBy: "answered 404").count > 2
         }

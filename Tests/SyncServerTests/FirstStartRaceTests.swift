@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 import Testing
 import TestSupport
 
@@ -16,15 +17,15 @@ import TestSupport
             let data = directory.file("server\(round)")
             let log = directory.file("serve\(round).log")
             let serve = try ChildProcess.spawn(
-                [binary, "serve", "--listen", "127.0.0.1:0", "--data", data], standardError: log)
+                [binary, "serve", "--listen", "127.0.0.1:0", "--data", data],
+                .init(standardOutput: .null, standardError: .file(log)))
             defer {
                 kill(serve, SIGTERM)
-                var status: Int32 = 0
-                waitpid(serve, &status, 0)
+                _ = ChildProcess.wait(serve)
             }
             let added = try MountFixture.run([binary, "account", "add", "racer", "--data", data])
             #expect(added.status == 0, "round \(round): \(added.standardError)")
-            let deadline = Date().addingTimeInterval(10)
+            let deadline = Date().addingTimeInterval(60)
             var text = ""
             while Date() < deadline {
                 text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -49,11 +50,10 @@ import TestSupport
         for round in 0..<16 {
             let data = directory.file("profile\(round)")
             let first = try ChildProcess.spawn(
-                [binary, "import", source, "--data", data], standardOutput: directory.file("a\(round).out"),
-                standardError: directory.file("a\(round).err"))
+                [binary, "import", source, "--data", data],
+                .init(standardOutput: .file(directory.file("a\(round).out")), standardError: .file(directory.file("a\(round).err"))))
             let second = try MountFixture.run([binary, "import", source, "--data", data])
-            var status: Int32 = 0
-            waitpid(first, &status, 0)
+            let status = ChildProcess.wait(first)
             let firstErrors = (try? String(contentsOfFile: directory.file("a\(round).err"), encoding: .utf8)) ?? ""
             #expect(ChildProcess.exitStatus(status) == 0, "round \(round): \(firstErrors)")
             #expect(second.status == 0, "round \(round): \(second.standardError)")

@@ -1,23 +1,18 @@
 import Foundation
 import HTTPServer
+import LoopbackHTTP
 import NotesModel
 import SyncProtocol
 import SyncServer
 import Synchronization
 import Testing
+import TestSupport
 
 /// Collects log lines.
 final class CollectingLogger: ServerLogger {
     private let lines = Mutex<[String]>([])
     func log(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
-}
-
-/// Runs `work` on a thread of its own and returns its result.
-func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        blockingThread { continuation.resume(with: Result { try work() }) }
-    }
 }
 
 /// What only a real HTTP server can show: transport limits, slow clients,
@@ -97,7 +92,7 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
             let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
             let head = "POST \(Endpoint.push) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 100000000\r\n\r\n"
             connection.write(Data(head.utf8))
-            return try connection.readResponse()
+            return try connection.readReply()
         }
         #expect(declared.status == 413)
         #expect(declared.errorCode == "payload_too_large")
@@ -108,7 +103,7 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
             connection.write(Data(head.utf8))
             let chunk = Data("4000\r\n".utf8) + Data(repeating: UInt8(ascii: "a"), count: 0x4000) + Data("\r\n".utf8)
             for _ in 0..<8 { if !connection.write(chunk) { break } }
-            return (try? connection.readResponse()).map(\.status) ?? 0
+            return (try? connection.readReply()).map(\.status) ?? 0
         }
         #expect(closed == 0 || closed == 413)
         // 10,000 changes in one push (within the byte limit of a default server).
@@ -133,10 +128,8 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
         let slow = try (0..<20).map { _ in try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10) }
         let boxes = slow.map { HTTPTransport.ConnectionBox($0) }
         for box in boxes { box.connection.write(Data("GET /v1/chan".utf8)) }
-        // A normal client is answered promptly meanwhile.
-        let began = ContinuousClock.now
+        // A normal client is answered meanwhile (how fast is a benchmark figure).
         #expect(try await h.push(Make.note(), token: token).appliedVersion == 1)
-        #expect(ContinuousClock.now - began < .milliseconds(500))
         // After the idle timeout the stalled connections are closed.
         let closedCount = try await onThread {
             boxes.filter { $0.connection.isClosedByPeer() }.count
@@ -156,80 +149,66 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
         await h.close()
     }
 
-    @Test func fiveHundredParkedLongPollsDoNotSlowPushes() async throws {
-        // All from one address: no per-address limit here.
-        let (h, transport) = try Self.harness { $0.connectionsPerAddressMax = 0 }
+    /// How much parked polls slow pushes is a benchmark figure
+    /// (`scripts/bench-server`, the "long polls parked" row); this checks what
+    /// holds on any machine.
+    @Test func fiveHundredParkedLongPollsLeavePushesServedAndOneChangeWakesThemAll() async throws {
+        // All from one address: no per-address limit here. The polls wait up
+        // to ten minutes: only the change can answer them within this test.
+        var limits = ProtocolLimits.standard
+        limits.waitSecondsMax = 600
+        let (h, transport) = try Self.harness(limits: limits) { $0.connectionsPerAddressMax = 0 }
         let watched = try await h.account("watched")
         let writer = try await h.account("writer")
         let port = transport.port
         let head = try await h.changes(token: watched)
-        // Baseline push latency.
-        var baseline: [Duration] = []
-        for _ in 0..<30 {
-            let began = ContinuousClock.now
-            _ = try await h.push(Make.note(), token: writer)
-            baseline.append(ContinuousClock.now - began)
-        }
         // Park 500 long polls on one account.
         let request = RawHTTPConnection.requestBytes(
-            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "30"]),
+            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "600"]),
             headers: ["Authorization": "Bearer \(watched)"], body: Data())
         let polls = try await onThread {
             try (0..<500).map { _ in
-                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 20)
+                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 600)
                 connection.write(request)
                 return HTTPTransport.ConnectionBox(connection)
             }
         }
-        var held = 0
-        for _ in 0..<200 {
-            held = h.server.notifier.waitingCount
-            if held == 500 { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(held == 500)
-        var parked: [Duration] = []
+        #expect(try await waitUntil { h.server.notifier.waitingCount == 500 })
         for _ in 0..<30 {
-            let began = ContinuousClock.now
-            _ = try await h.push(Make.note(), token: writer)
-            parked.append(ContinuousClock.now - began)
+            #expect(try await h.push(Make.note(), token: writer).appliedVersion != nil)
         }
-        let baselineMedian = baseline.sorted()[baseline.count / 2]
-        let parkedMedian = parked.sorted()[parked.count / 2]
-        #expect(parkedMedian < baselineMedian * 2 + .milliseconds(5), "baseline \(baselineMedian), with 500 parked \(parkedMedian)")
-        // One change wakes them all.
-        let pushed = ContinuousClock.now
+        #expect(h.server.notifier.waitingCount == 500, "the writer's pushes woke none of them")
+        // One change wakes them all: each answers with it (a poll that timed out would be empty).
         _ = try await h.push(Make.note(body: "wake\n"), token: watched)
-        let statuses = try await onThread { try polls.map { try $0.connection.readResponse() } }
-        let wakeAll = ContinuousClock.now - pushed
+        let statuses = try await onThread { try polls.map { try $0.connection.readReply() } }
         #expect(statuses.allSatisfy { $0.status == 200 })
         #expect(try statuses.allSatisfy { try $0.decode(ChangesPage.self).changes.count == 1 })
-        #expect(wakeAll < .seconds(2), "waking 500 polls took \(wakeAll)")
         #expect(h.server.notifier.waitingCount == 0)
         await h.close()
     }
 
     @Test func stoppingAnswersParkedLongPollsAndFinishesCleanly() async throws {
-        let (h, transport) = try Self.harness()
+        // The polls wait up to ten minutes: only the stop can answer them within this test.
+        var limits = ProtocolLimits.standard
+        limits.waitSecondsMax = 600
+        let (h, transport) = try Self.harness(limits: limits)
         let token = try await h.account()
         let port = transport.port
         let head = try await h.changes(token: token)
         let request = RawHTTPConnection.requestBytes(
-            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "30"]),
+            method: "GET", target: Endpoint.changes + queryString(["since": head.nextCursor.rawValue, "wait": "600"]),
             headers: ["Authorization": "Bearer \(token)"], body: Data())
         let polls = try await onThread {
             try (0..<5).map { _ in
-                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 300)
                 connection.write(request)
                 return HTTPTransport.ConnectionBox(connection)
             }
         }
-        while h.server.notifier.waitingCount < 5 { try await Task.sleep(for: .milliseconds(10)) }
-        let began = ContinuousClock.now
-        async let replies = onThread { try polls.map { try $0.connection.readResponse() } }
+        #expect(try await waitUntil { h.server.notifier.waitingCount == 5 })
+        async let replies = onThread { try polls.map { try $0.connection.readReply() } }
         await transport.stop()
         let answered = try await replies
-        #expect(ContinuousClock.now - began < .seconds(3))
         #expect(answered.map(\.status) == [200, 200, 200, 200, 200])
         #expect(try answered.allSatisfy { try $0.decode(ChangesPage.self).changes.isEmpty })
         #expect(transport.http.openRequests == 0)
@@ -257,14 +236,14 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
                             guard let connection = try? RawHTTPConnection(port: port, receiveTimeoutSeconds: 2) else {
                                 continue
                             }
-                            if connection.write(request), (try? connection.readResponse()) != nil {
+                            if connection.write(request), (try? connection.readReply()) != nil {
                                 traffic.served.add(1, ordering: .relaxed)
                             }
                         }
                     }
                 }
             }
-            while traffic.served.load(ordering: .relaxed) < 20 { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(try await waitUntil { traffic.served.load(ordering: .relaxed) >= 20 })
             await transport.stop()
             traffic.running.store(false, ordering: .relaxed)
             for client in clients { await client.value }
@@ -297,29 +276,18 @@ func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
         }
         let directory = try TemporaryDirectoryForTLS()
         defer { directory.remove() }
-        let generate = Process()
-        generate.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        generate.arguments = [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-            "-keyout", directory.key, "-out", directory.cert,
-        ]
-        generate.standardError = FileHandle.nullDevice
-        generate.standardOutput = FileHandle.nullDevice
-        try generate.run()
-        generate.waitUntilExit()
+        let generated = try await onThread {
+            try MountFixture.run([
+                "/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-keyout", directory.key, "-out", directory.cert,
+            ])
+        }
+        #expect(generated.status == 0, "\(generated.standardError)")
         let certificate = try String(contentsOfFile: directory.cert, encoding: .utf8)
         let key = try String(contentsOfFile: directory.key, encoding: .utf8)
         let (h, transport) = try Self.harness { $0.tls = (certificate, key) }
-        let output = try await onThread { () -> String in
-            let curl = Process()
-            curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            curl.arguments = ["-sk", "https://127.0.0.1:\(transport.port)/healthz"]
-            let pipe = Pipe()
-            curl.standardOutput = pipe
-            try curl.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            curl.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
+        let output = try await onThread {
+            try MountFixture.run(["/usr/bin/curl", "-sk", "https://127.0.0.1:\(transport.port)/healthz"]).standardOutput
         }
         #expect(output == #"{"status":"ok"}"#)
         await h.close()

@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackHTTP
 import NotesModel
 import SyncProtocol
 import SyncServer
@@ -58,22 +59,11 @@ import TestSupport
         defer { running.stop() }
         let port = running.server.port
         let token = running.token
-        let poll = Task {
-            try await onThread { () -> (status: Int, body: String, seconds: Double) in
-                let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 40)
-                connection.write(
-                    RawHTTPConnection.requestBytes(
-                        method: "GET", target: Endpoint.changes + "?wait=30",
-                        headers: ["Authorization": "Bearer \(token)"], body: Data()))
-                let reply = try connection.readResponse()
-                return (reply.status, String(decoding: reply.body, as: UTF8.self), 0)
-            }
-        }
+        let poll = Self.longPoll(port: port, token: token)
         // Parked before the revocation.
-        try await Task.sleep(for: .seconds(1))
+        #expect(try await waitUntil { try await Self.parkedPolls(port: port) == 1 })
         let revoke = try MountFixture.run([binary, "account", "revoke", "alice", "--data", running.server.dataDirectory])
         #expect(revoke.status == 0, "\(revoke.standardError)")
-        let revoked = ContinuousClock.now
         // The account is reopened with a new token that pushes a note: the old
         // poll must not see it.
         try running.server.addAccount("alice", tokenPath: running.directory.file("new.token"))
@@ -86,25 +76,18 @@ import TestSupport
             connection.write(
                 RawHTTPConnection.requestBytes(
                     method: "POST", target: Endpoint.push, headers: ["Authorization": "Bearer \(newToken)"], body: push))
-            return try connection.readResponse().status
+            return try connection.readReply().status
         }
         #expect(pushed == 200)
         let answer = try await poll.value
-        let waited = ContinuousClock.now - revoked
+        // Its 30 s wait would have ended it with 200: the 401 came from the revocation.
         #expect(answer.status == 401)
         #expect(!answer.body.contains("after-revoke"))
-        #expect(waited < .seconds(5), "the parked poll ended \(waited) after the revocation")
     }
 
-    /// Parked long polls on the server now (`notesfs_long_polls_held`).
+    /// Long polls the server holds now.
     static func parkedPolls(port: UInt16) async throws -> Int {
-        try await onThread {
-            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
-            connection.write(RawHTTPConnection.requestBytes(method: "GET", target: Endpoint.metrics, headers: [:], body: Data()))
-            let text = String(decoding: try connection.readResponse().body, as: UTF8.self)
-            let line = text.split(separator: "\n").first { $0.hasPrefix("notesfs_long_polls_held ") }
-            return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-        }
+        try await onThread { try ServerMetrics.heldLongPolls(port: port) }
     }
 
     /// A long poll of `token` from the start of the feed, on its own connection.
@@ -138,12 +121,9 @@ import TestSupport
         let firstID = try #require(AccessToken(text: running.token)).id
 
         let revokedPoll = Self.longPoll(port: port, token: running.token)
-        for _ in 0..<500 where try await Self.parkedPolls(port: port) < 1 { try await Task.sleep(for: .milliseconds(10)) }
-        // Started later, so it would end later if nothing woke the first.
-        try await Task.sleep(for: .seconds(1))
+        #expect(try await waitUntil { try await Self.parkedPolls(port: port) == 1 })
         let livePoll = Self.longPoll(port: port, token: second)
-        for _ in 0..<500 where try await Self.parkedPolls(port: port) < 2 { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(try await Self.parkedPolls(port: port) == 2)
+        #expect(try await waitUntil { try await Self.parkedPolls(port: port) == 2 })
 
         let revoke = try MountFixture.run(
             [binary, "account", "revoke", "alice", "--token", firstID, "--data", running.server.dataDirectory])
@@ -193,7 +173,7 @@ import TestSupport
                     var sent = 0
                     let deadline = ContinuousClock.now + .seconds(20)
                     while sent < size, ContinuousClock.now < deadline, connection.write(chunk) { sent += chunk.count }
-                    let status = (try? connection.readResponse().status) ?? 0
+                    let status = (try? connection.readReply().status) ?? 0
                     return (status, sent)
                 }
             }
@@ -243,7 +223,7 @@ import TestSupport
                 let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
                 let request = "POST \(Endpoint.push) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\(head)\r\n"
                 connection.write(Data(request.utf8) + body)
-                let status = (try? connection.readResponse().status) ?? 0
+                let status = (try? connection.readReply().status) ?? 0
                 return (status, connection.isClosedByPeer())
             }
             #expect(status == 400, "\(name): \(status)")
@@ -255,7 +235,7 @@ import TestSupport
             connection.write(
                 RawHTTPConnection.requestBytes(
                     method: "GET", target: Endpoint.changes, headers: ["Authorization": "Bearer \(token)"], body: Data()))
-            return try connection.readResponse()
+            return try connection.readReply()
         }
         #expect(try feed.decode(ChangesPage.self).changes.isEmpty)
     }
@@ -274,10 +254,11 @@ import TestSupport
             _ = try await onThread {
                 let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
                 connection.write(Data("GET \(target) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer x%0aforged\r\n\r\n".utf8))
-                return try connection.readResponse().status
+                return try connection.readReply().status
             }
         }
-        try await Task.sleep(for: .milliseconds(200))
+        // Each request is logged once it has been answered.
+        #expect(try await waitUntil { running.log.components(separatedBy: "GET /").count > targets.count })
         let log = running.log
         let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(!lines.contains { $0.hasPrefix("error: forged") || $0.hasPrefix("2026-01-01") })
@@ -297,11 +278,10 @@ import TestSupport
             let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
             connection.write(
                 Data("GET \(Endpoint.changes)?\(query) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8))
-            return try connection.readResponse()
+            return try connection.readReply()
         }
         #expect(reply.status == 400)
         #expect(String(decoding: reply.body, as: UTF8.self).contains("1000 query parameters"))
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(running.log.contains("GET /v1/changes 400"), "\(running.log)")
+        #expect(try await waitUntil { running.log.contains("GET /v1/changes 400") }, "\(running.log)")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackHTTP
 import NotesModel
 import PostgresKit
 import SyncProtocol
@@ -85,9 +86,9 @@ final class PostgresFleet: Sendable {
         self.ports = ports
         self.haproxy = haproxy
         self.port = UInt16(port)
-        // Until haproxy listens.
-        let deadline = Date().addingTimeInterval(10)
-        while (try? RawHTTPConnection(port: self.port)) == nil {
+        // Until haproxy answers through to the servers: a generous ceiling for a busy machine.
+        let deadline = Date().addingTimeInterval(60)
+        while !Self.everyServerUp(behind: self.port, count: processes) {
             guard Date() < deadline, haproxy.isRunning else {
                 stop()
                 throw HarnessError("haproxy did not start (status \(haproxy.wait(seconds: 1))): \(haproxy.output) \(configuration)")
@@ -96,8 +97,18 @@ final class PostgresFleet: Sendable {
         }
     }
 
+    /// True when `count` health checks in a row through the balancer were answered 200.
+    private static func everyServerUp(behind port: UInt16, count: Int) -> Bool {
+        (0..<count).allSatisfy { _ in
+            guard let connection = try? RawHTTPConnection(port: port, receiveTimeoutSeconds: 10),
+                connection.write(RawHTTPConnection.requestBytes(method: "GET", target: Endpoint.healthz, headers: [:]))
+            else { return false }
+            return (try? connection.readResponse().status) == 200
+        }
+    }
+
     private static func waitForPort(_ server: SpawnedProcess) throws -> UInt16 {
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             let log = server.output
             if let range = log.range(of: "listening on http://127.0.0.1:") {
@@ -143,7 +154,7 @@ struct RemoteClient: Sendable {
             }
             guard connection.write(bytes) else { throw NetworkError(description: "write failed") }
             do {
-                return try connection.readResponse()
+                return try connection.readReply()
             } catch {
                 throw NetworkError(description: "read: \(error)")
             }
@@ -163,8 +174,11 @@ struct RemoteClient: Sendable {
     }
 
     /// Pushes until a 200, resending the same bytes (same change ids) after
-    /// network errors and 502/503/504, as a client does.
-    func pushRetrying(_ changes: [Change], deadlineSeconds: Double = 30) async throws -> Pushed {
+    /// network errors and 502/503/504, as a client does. `onUnavailable` hears
+    /// each 503 as it comes.
+    func pushRetrying(
+        _ changes: [Change], deadlineSeconds: Double = 120, onUnavailable: @Sendable () -> Void = {}
+    ) async throws -> Pushed {
         let body = try WireCoding.encoder().encode(PushRequest(device: DeviceID(), changes: changes))
         let deadline = Date().addingTimeInterval(deadlineSeconds)
         var retries = 0
@@ -179,7 +193,10 @@ struct RemoteClient: Sendable {
                 guard [502, 503, 504].contains(reply.status) else {
                     throw HarnessError("push answered \(reply.status): \(reply.text.prefix(300))")
                 }
-                if reply.status == 503 { unavailable += 1 }
+                if reply.status == 503 {
+                    unavailable += 1
+                    onUnavailable()
+                }
             } catch is NetworkError {}
             retries += 1
             guard Date() < deadline else { throw HarnessError("push did not succeed within \(deadlineSeconds) s") }
@@ -194,6 +211,15 @@ struct RemoteClient: Sendable {
         let reply = try await send("GET", Endpoint.changes, query: query)
         guard reply.status == 200 else { throw HarnessError("changes answered \(reply.status): \(reply.text.prefix(300))") }
         return try reply.decode(ChangesPage.self)
+    }
+
+    /// The process's `notesfs_long_polls_held` metric.
+    func heldLongPolls() async throws -> Int {
+        let text = try await send("GET", Endpoint.metrics).text
+        guard let held = ServerMetrics.value("notesfs_long_polls_held", in: text) else {
+            throw HarnessError("no notesfs_long_polls_held in the metrics: \(text.prefix(300))")
+        }
+        return held
     }
 
     /// Every row from the start, page by page: the latest version of each entity.

@@ -4,27 +4,51 @@ import PostgresKit
 import SyncProtocol
 import SyncServer
 import Testing
+import TestSupport
 
 /// The PostgreSQL store's group commit: pushes queued while a group runs go
 /// into the next group's one transaction, and still succeed or fail alone.
 @Suite(.serialized) struct PostgresGroupCommitTests {
-    /// Pushes started in this order, each a little after the previous one so
-    /// they queue in that order.
+    /// Pushes started in this order, each a while after the previous one so
+    /// they queue in that order. (The group writer's queue cannot be watched
+    /// from outside the store, so this spacing is the one wait here that is
+    /// not an event; it is far longer than a push takes to reach the queue.)
     private static func launch(
         _ pushes: [@Sendable () async throws -> Reply]
     ) async throws -> [Task<Reply, any Error>] {
         var tasks: [Task<Reply, any Error>] = []
         for push in pushes {
             tasks.append(Task { try await push() })
-            try await Task.sleep(for: .milliseconds(60))
+            try await Task.sleep(for: .milliseconds(150))
         }
         return tasks
+    }
+
+    /// Waits until some session waits for a lock `holder` holds.
+    private static func waitUntilBlocked(by holder: PostgresConnection, _ admin: PostgresConnection) async throws {
+        let holderPID = try holder.execute("SELECT pg_backend_pid()::bigint").int64(0, 0)
+        let blocked = try await waitUntil {
+            try admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE $1::integer = ANY(pg_blocking_pids(pid))", holderPID
+            ).int64(0, 0) > 0
+        }
+        if !blocked { throw HarnessError("nothing waited for the holder's lock") }
     }
 
     /// A store with one group writer thread.
     private static let oneWriter = StoreFactory(name: "postgres, one writer") { directory in
         try PostgresServerStore(
             conninfo: try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory)),
+            options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
+    }
+
+    /// One group writer whose sessions look for deadlocks after 5 s.
+    private static let oneSlowDeadlockCheckWriter = StoreFactory(name: "postgres, one writer, 5 s deadlock check") {
+        directory in
+        let conninfo = try PostgresTestCluster.conninfo(schema: PostgresTestCluster.schema(for: directory))
+            .replacingOccurrences(of: "options='", with: "options='-c deadlock_timeout=5s ")
+        return try PostgresServerStore(
+            conninfo: conninfo,
             options: PostgresServerStore.Options(pool: PostgresPool.Options(connectionsMax: 4), groupWriters: 1))
     }
 
@@ -48,7 +72,7 @@ import Testing
         try holder.execute("BEGIN")
         try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
         let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.waitUntilBlocked(by: holder, try PostgresConnection(conninfo: store.conninfo))
 
         let note = NoteID()
         let create = Make.note(note, body: "one\n")
@@ -121,7 +145,7 @@ import Testing
         try holder.execute("BEGIN")
         try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", blocker.rawValue)
         let first = Task { try await h.pushRaw([Make.note()], token: blockerToken) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.waitUntilBlocked(by: holder, try PostgresConnection(conninfo: store.conninfo))
         let tasks = try await Self.launch([
             { try await h.pushRaw([Make.note()], token: erin) },
             { try await h.pushRaw([Make.note(title: "poison.md")], token: erin) },
@@ -144,7 +168,7 @@ import Testing
 
     @Test func aGroupChosenAsADeadlockVictimRunsAgainAndAppliesItsPushOnce() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
-        let h = try Harness(Self.oneWriter)
+        let h = try Harness(Self.oneSlowDeadlockCheckWriter)
         let store = try #require(h.store as? PostgresServerStore)
         let dana = try await h.account("dana")
         let danaID = try #require(try await store.account(named: "dana")).id
@@ -153,16 +177,19 @@ import Testing
 
         // The other side of a lock cycle: it holds the note's row, the group
         // takes the account row and waits for the note's row, then this side
-        // asks for the account row. Its deadlock_timeout is the longer, so the
-        // group's session finds the cycle and is the one aborted.
+        // asks for the account row. PostgreSQL looks for a cycle once per
+        // wait, deadlock_timeout after it began: the group's session looks 5 s
+        // after it began waiting (this side asks well within that, however
+        // busy the machine), this side after 60 s, so the group finds the
+        // cycle and is the one aborted.
         let holder = try PostgresConnection(conninfo: store.conninfo)
-        try holder.execute("SET deadlock_timeout = '10s'")
+        try holder.execute("SET deadlock_timeout = '60s'")
         try holder.execute("BEGIN")
         try holder.execute(
             "SELECT 1 FROM entities WHERE account_id = $1 AND kind = $2 AND id = $3::uuid FOR UPDATE",
             danaID.rawValue, create.ref.kind.rawValue, UUIDText.format(create.ref.id))
         let edit = Task { try await h.pushRaw([Make.note(NoteID(create.id), body: "two\n", base: 1)], token: dana) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.waitUntilBlocked(by: holder, try PostgresConnection(conninfo: store.conninfo))
         // Returns only once the group let go of the account row: it cannot
         // commit without the note's row, so it was rolled back.
         try holder.execute("SELECT 1 FROM accounts WHERE account_id = $1 FOR UPDATE", danaID.rawValue)

@@ -43,6 +43,10 @@ import TestSupport
                 state.unavailable += pushed.unavailable
             }
         }
+        private let unavailableSeen = Atomic<Int>(0)
+        /// A writer met a 503 (counted at once, not when its push finally succeeds).
+        func sawUnavailable() { unavailableSeen.add(1, ordering: .sequentiallyConsistent) }
+        var unavailableSoFar: Int { unavailableSeen.load(ordering: .sequentiallyConsistent) }
         var applied: [Int64: EntityRef] { state.withLock { $0.applied } }
         var retries: Int { state.withLock { $0.retries } }
         var unavailable: Int { state.withLock { $0.unavailable } }
@@ -60,7 +64,7 @@ import TestSupport
         _ client: RemoteClient, _ ledger: Ledger, index: Int, until stop: @escaping @Sendable () -> Bool
     ) async throws {
         var mine: [NoteID: Int64] = [:]
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64(seed: Seeds.one(11) &+ UInt64(index))
         var round = 0
         while !stop() {
             round += 1
@@ -76,7 +80,7 @@ import TestSupport
                     changes.append(Make.note(id, body: "w\(index) new r\(round)\n"))
                 }
             }
-            let pushed = try await client.pushRetrying(changes)
+            let pushed = try await client.pushRetrying(changes, onUnavailable: { ledger.sawUnavailable() })
             try ledger.record(pushed, changes)
             for (change, result) in zip(changes, pushed.results) {
                 if let version = result.appliedVersion { mine[NoteID(change.id)] = version }
@@ -144,12 +148,7 @@ import TestSupport
         #expect(try await RemoteClient(port: fleet.ports[0], token: secondToken).push([Make.note()]).status == 200)
         #expect(try await notesfs(["account", "revoke", "erin", "--postgres", conninfo]).status == 0)
         // The serve process hears of the revocation through NOTIFY.
-        var status = 200
-        for _ in 0..<100 where status != 401 {
-            status = try await client.push([Make.note()]).status
-            if status != 401 { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(status == 401, "a revoked token is refused")
+        #expect(try await waitUntil { try await client.push([Make.note()]).status == 401 }, "a revoked token is refused")
         let epoch = try await notesfs(["server", "new-epoch", "--postgres", conninfo])
         #expect(epoch.status == 0 && epoch.standardOutput.contains("New epoch"), "\(epoch.standardError)")
     }
@@ -165,15 +164,13 @@ import TestSupport
         // Every serve process keeps the one installation secret: the account has one key.
         let other = try await second.changes(since: nil)
         #expect(start.account != nil && start.account == other.account)
-        async let polled = first.changes(since: start.nextCursor, wait: 10)
-        try await Task.sleep(for: .milliseconds(500))
-        let pushedAt = ContinuousClock.now
+        // The longest wait the server allows: a poll no commit woke would answer an empty page.
+        async let polled = first.changes(since: start.nextCursor, wait: 30)
+        #expect(try await waitUntil { try await first.heldLongPolls() == 1 }, "the poll is parked in the first process")
         let reply = try await second.push([Make.note(body: "from the other process\n")])
         #expect(reply.status == 200)
         let page = try await polled
-        let latency = ContinuousClock.now - pushedAt
         #expect(page.changes.count == 1, "\(fleet.logs.suffix(2000))")
-        #expect(latency < .seconds(2), "woken after \(latency)")
         await account.store.close()
     }
 
@@ -185,11 +182,19 @@ import TestSupport
         let client = RemoteClient(port: fleet.port, token: account.token)
         let ledger = Ledger()
         let seconds = GapFreeFeedTests.seconds
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        let stop: @Sendable () -> Bool = { ContinuousClock.now >= deadline }
+        // Writers go on past `seconds` until enough changes were acknowledged
+        // (a busy machine is slower, not wrong), up to a ceiling.
+        let began = ContinuousClock.now
+        let stop: @Sendable () -> Bool = {
+            let elapsed = ContinuousClock.now - began
+            if elapsed >= .seconds(GapFreeFeedTests.secondsMax) { return true }
+            return elapsed >= .seconds(seconds) && ledger.applied.count >= GapFreeFeedTests.changesMin
+        }
+        let writing = SharedCount(8)
         try await withThrowingTaskGroup(of: [String].self) { group in
             for index in 0..<8 {
                 group.addTask {
+                    defer { writing.add(-1) }
                     try await Self.writer(client, ledger, index: index, until: stop)
                     return []
                 }
@@ -210,8 +215,8 @@ import TestSupport
                         cursor = page.nextCursor
                         return page.hasMore
                     }
-                    while !stop() { _ = try await pull(wait: 1) }
-                    try await Task.sleep(for: .milliseconds(500))
+                    while writing.value > 0 { _ = try await pull(wait: 1) }
+                    // Every writer has stopped: drain what is left.
                     while try await pull(wait: nil) {}
                     for (version, ref) in ledger.applied where (seen[ref] ?? 0) < version {
                         problems.append("reader \(reader) passed over version \(version) of \(ref)")
@@ -224,7 +229,9 @@ import TestSupport
             for try await found in group { problems += found }
             #expect(problems.isEmpty, "\(problems.prefix(10))")
         }
-        #expect(ledger.applied.count > 100, "only \(ledger.applied.count) changes in \(seconds) s")
+        #expect(
+            ledger.applied.count >= GapFreeFeedTests.changesMin,
+            "only \(ledger.applied.count) changes in \(GapFreeFeedTests.secondsMax) s")
         try await Self.checkFinalState(client, account, ledger)
         // Both processes served requests.
         for (index, server) in fleet.servers.enumerated() {
@@ -272,7 +279,7 @@ import TestSupport
 
             try a.checkedShell("mkdir Work && echo plan > Work/plan.md && echo first > first.md")
             try b.checkedShell("mkdir Home && echo milk > Home/list.md")
-            try converge("both mounts show both mounts' notes", seconds: 10, [
+            try converge("both mounts show both mounts' notes", seconds: 25, [
                 "Work/": "", "Work/plan.md": "plan\n", "first.md": "first\n", "Home/": "", "Home/list.md": "milk\n",
             ])
             for (index, server) in fleet.servers.enumerated() {
@@ -286,7 +293,7 @@ import TestSupport
                 "Work/": "", "Work/done.md": "plan\n", "first.md": "First\n", "Home/": "", "Home/list.md": "milk\neggs\n",
             ]
             for i in 1...6 { expected["Work/n\(i).md"] = "n\(i)\n" }
-            try converge("both mounts show the edits, the rename and the new notes", seconds: 10, expected)
+            try converge("both mounts show the edits, the rename and the new notes", seconds: 25, expected)
 
             fleet.servers[0].signal(SIGKILL)
             _ = fleet.servers[0].wait()
@@ -295,7 +302,7 @@ import TestSupport
             expected["Home/list.md"] = "milk\neggs\nbread\n"
             expected["Work/n1.md"] = nil
             expected["second.md"] = "second\n"
-            try converge("the mounts converge through the surviving process", seconds: 30, expected)
+            try converge("the mounts converge through the surviving process", seconds: 60, expected)
         }
         await account.store.close()
     }
@@ -312,16 +319,18 @@ import TestSupport
             for index in 0..<6 {
                 group.addTask { try await Self.writer(client, ledger, index: index, until: { stopped.isSet }) }
             }
-            try await Task.sleep(for: .milliseconds(1_000))
+            // Killed under load, then load goes on through the survivor.
+            _ = try await waitUntil { ledger.applied.count >= 20 }
             fleet.servers[0].signal(SIGKILL)
             fleet.servers[0].wait()
-            try await Task.sleep(for: .milliseconds(1_500))
+            let appliedAtKill = ledger.applied.count
+            _ = try await waitUntil { ledger.applied.count >= appliedAtKill + 20 }
             stopped.set()
             try await group.waitForAll()
         }
         FileHandle.standardError.write(
             Data("killed one of two servers: \(ledger.applied.count) changes applied, \(ledger.retries) retried requests\n".utf8))
-        #expect(ledger.applied.count > 20)
+        #expect(ledger.applied.count >= 40)
         try await Self.checkFinalState(client, account, ledger)
         await account.store.close()
     }
@@ -342,15 +351,16 @@ import TestSupport
             for index in 0..<4 {
                 group.addTask { try await Self.writer(client, ledger, index: index, until: { stopped.isSet }) }
             }
-            try await Task.sleep(for: .milliseconds(800))
+            _ = try await waitUntil { ledger.applied.count >= 10 }
             try await onThread { try cluster.stopServer(immediate: true) }
-            try await Task.sleep(for: .milliseconds(1_500))
+            // The writers meet the database down (and retry).
+            _ = try await waitUntil { ledger.unavailableSoFar > 0 }
             try Self.checkUnavailableReply(
                 try await RemoteClient(port: fleet.ports[0], token: account.token).push([Make.note()]),
                 log: { fleet.servers[0].output })
             appliedBeforeRestart = ledger.applied.count
             try await onThread { try cluster.restart() }
-            try await Task.sleep(for: .milliseconds(2_000))
+            _ = try await waitUntil(60) { ledger.applied.count >= appliedBeforeRestart + 10 }
             stopped.set()
             try await group.waitForAll()
         }

@@ -6,6 +6,13 @@ import Synchronization
 import Testing
 import TestSupport
 
+/// A flag one task sets and others read.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+}
+
 /// The PostgreSQL store's own promises beyond the contract suite: migrations
 /// safe with several processes, a bounded pool with a clear error, reconnects.
 @Suite(.serialized) struct PostgresStoreTests {
@@ -39,21 +46,32 @@ import TestSupport
         let pool = PostgresPool(
             conninfo: cluster.conninfo(),
             options: PostgresPool.Options(connectionsMax: 1, waitersMax: 1, acquireTimeoutSeconds: 0.3))
-        async let holder: Int = pool.withConnection { try $0.execute("SELECT pg_sleep(1.5)").rowCount }
-        try await Task.sleep(for: .milliseconds(200))
-        async let waiter: Int = pool.withConnection { try $0.execute("SELECT 1").rowCount }
-        try await Task.sleep(for: .milliseconds(50))
-        await #expect(throws: PostgresError.self) {
-            try await pool.withConnection { try $0.execute("SELECT 1::bigint").int64(0, 0) }
+        // The holder keeps the only connection until both others have failed.
+        let holding = Flag(), release = Flag()
+        async let holder: Int = pool.withConnection { connection in
+            holding.set()
+            while !release.isSet { usleep(5_000) }
+            return try connection.execute("SELECT 1").rowCount
         }
-        do {
-            _ = try await waiter
-            Issue.record("the waiter got a connection while the only one was busy")
-        } catch let error as PostgresError {
-            #expect(error.kind == .poolExhausted)
-            #expect(error.isUnavailable, "maps to 503")
-            #expect(error.description.contains("no connection of 1 was free"))
+        #expect(try await waitUntil { holding.isSet })
+        /// The error of one more request, or nil when it got the connection.
+        @Sendable func attempt() async -> PostgresError? {
+            do {
+                _ = try await pool.withConnection { try $0.execute("SELECT 1::bigint").int64(0, 0) }
+                return nil
+            } catch {
+                return error as? PostgresError
+            }
         }
+        // Whichever comes first waits its 0.3 s and fails; the other finds
+        // the one waiting place taken and fails at once.
+        async let first = attempt()
+        async let second = attempt()
+        let errors = await [first, second]
+        release.set()
+        #expect(errors.allSatisfy { $0?.kind == .poolExhausted && $0?.isUnavailable == true }, "maps to 503: \(errors)")
+        #expect(errors.contains { $0?.description.contains("no connection of 1 was free") == true }, "\(errors)")
+        #expect(errors.contains { $0?.description.contains("requests already wait") == true }, "\(errors)")
         _ = try await holder
         // Free again: works.
         let one = try await pool.withConnection { try $0.execute("SELECT 1::bigint").int64(0, 0) }
@@ -67,7 +85,10 @@ import TestSupport
         let pid = try await pool.withConnection { try $0.execute("SELECT pg_backend_pid()::bigint").int64(0, 0) }
         let admin = try PostgresConnection(conninfo: cluster.conninfo())
         try admin.execute("SELECT pg_terminate_backend($1::integer)", pid)
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(
+            try await waitUntil {
+                try admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::integer", pid).int(0, 0) == 0
+            })
         let other = try await pool.withConnection { try $0.execute("SELECT pg_backend_pid()::bigint").int64(0, 0) }
         #expect(other != pid)
         pool.close()
@@ -98,12 +119,9 @@ import TestSupport
         try await revoker.addToken(account: account, tokenID: "tok1", secretHash: [1, 2, 3], at: Date())
         #expect(try await server.token(id: "tok1")?.revoked == false)
         try await revoker.revokeAccount(name: "dora", at: Date())
-        var revoked = false
-        for _ in 0..<40 where !revoked {
-            revoked = try await server.token(id: "tok1")?.revoked == true
-            if !revoked { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(revoked, "the other store still accepts a revoked token after 2 s")
+        // A generous ceiling, still half the cache's 60 s.
+        let revoked = try await waitUntil { try await server.token(id: "tok1")?.revoked == true }
+        #expect(revoked, "the other store still accepts a revoked token after 30 s")
         await revoker.close()
         await server.close()
     }
@@ -114,16 +132,27 @@ import TestSupport
     /// each notification went two frames deeper, slower and slower).
     @Test func theRemoteCommitHandlerRunsAtTheSameDepthAfterManyNotifications() async throws {
         guard PostgresTestCluster.cluster() != nil else { return }
-        let conninfo = try PostgresTestCluster.conninfo(schema: "n_" + UUID().uuidString.prefix(8).lowercased())
+        let schema = "n_" + UUID().uuidString.prefix(8).lowercased()
+        let conninfo = try PostgresTestCluster.conninfo(schema: schema)
         let writer = try PostgresServerStore(conninfo: conninfo)
         let listener = try PostgresServerStore(conninfo: conninfo)
+        // Both stores listen (each on a connection of its own) before the first commit.
+        let admin = try PostgresConnection(conninfo: conninfo)
+        #expect(
+            try await waitUntil {
+                try admin.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query = $1", #"LISTEN "notesfs_\#(schema)""#
+                ).int64(0, 0) >= 2
+            })
         let depths = Mutex<[Int]>([])
         listener.onRemoteCommit { _ in
             let depth = Thread.callStackReturnAddresses.count
             depths.withLock { $0.append(depth) }
         }
         let account = try await writer.createAccount(name: "eve", at: Date())
-        for _ in 0..<60 {
+        // One commit at a time, each heard before the next (notifications
+        // queued together would be sent once): 60 calls of the handler.
+        for commit in 1...60 {
             try await writer.push(account: account) { transaction in
                 let version = try transaction.lockAccount() + 1
                 try transaction.write(
@@ -132,11 +161,12 @@ import TestSupport
                         body: Data("x".utf8), parentId: nil, updatedAt: Date()))
                 try transaction.setCounter(version)
             }
+            let heard = try await waitUntil { depths.withLock { $0.count } >= commit }
+            #expect(heard, "commit \(commit) was not heard")
+            if !heard { break }
         }
-        for _ in 0..<100 where depths.withLock({ $0.count }) < 60 { try await Task.sleep(for: .milliseconds(50)) }
         let seen = depths.withLock { $0 }
-        // Notifications queued together are sent once, so fewer may arrive.
-        #expect(seen.count >= 20, "only \(seen.count) of 60 commits were heard")
+        #expect(seen.count >= 60, "only \(seen.count) of 60 commits were heard")
         let deepest = try #require(seen.max()), shallowest = try #require(seen.min())
         #expect(deepest - shallowest < 20, "handler depth ranged \(shallowest)…\(deepest)")
         await writer.close()
@@ -157,7 +187,7 @@ import TestSupport
         defer { notifier.stop() }
         let payloads: Set<String> = ["c:plain:1", #"a "quoted" one"#, #"back\slash and \""#, "{braces}, commas", "ünïcödé"]
         // Sent again until all arrive: the listener may not be listening yet.
-        for _ in 0..<50 where received.withLock({ $0 }) != payloads {
+        for _ in 0..<300 where received.withLock({ $0 }) != payloads {
             for payload in payloads { notifier.notify(payload) }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -170,13 +200,20 @@ import TestSupport
         let table = "deadlock_" + UUID().uuidString.prefix(8).lowercased()
         let setup = try PostgresConnection(conninfo: database)
         try setup.executeScript("CREATE TABLE \(table)(id int PRIMARY KEY, n int); INSERT INTO \(table) VALUES (1, 0), (2, 0)")
+        // Each side takes its first row, then waits for the other to hold its
+        // own before reaching for it: a deadlock whatever the timing.
+        let locked = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         /// Locks `first` then `second` in one transaction; returns the error, if any.
         @Sendable func cross(_ first: Int, _ second: Int) throws -> PostgresError? {
             let connection = try PostgresConnection(conninfo: database)
+            let (mine, theirs) = first == 1 ? (locked.0, locked.1) : (locked.1, locked.0)
             do {
                 try connection.transaction {
                     try connection.execute("UPDATE \(table) SET n = n + 1 WHERE id = $1::integer", first)
-                    Thread.sleep(forTimeInterval: 0.3)
+                    mine.signal()
+                    guard theirs.wait(timeout: .now() + 60) == .success else {
+                        throw HarnessError("the other side never took its first row")
+                    }
                     try connection.execute("UPDATE \(table) SET n = n + 1 WHERE id = $1::integer", second)
                 }
                 return nil

@@ -1,8 +1,11 @@
 import Foundation
+import LoopbackHTTP
 import NotesModel
+import ProcessKit
 import SyncProtocol
 import SyncServer
 import Testing
+import TestSupport
 
 /// The real `notesfs` binary: account, serve, SIGTERM, new-epoch.
 @Suite struct ServeCommandTests {
@@ -12,18 +15,8 @@ import Testing
 
     /// Runs the binary to completion; returns (exit code, stdout, stderr).
     static func run(_ arguments: [String]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let result = try MountFixture.run([binary] + arguments)
+        return (result.status, result.standardOutput, result.standardError)
     }
 
     @Test func serveAnswersWithAnAddedTokenAndStopsCleanlyOnSIGTERM() async throws {
@@ -43,51 +36,43 @@ import Testing
         #expect(try await onThread { try Self.run(["serve", "--bogus"]) }.0 == 2)
         #expect(try await onThread { try Self.run(["serve", "--group-writers", "0"]) }.0 == 2)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", dir]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let reader = errors.fileHandleForReading
-        let firstLine = try await onThread { () -> String in
-            var text = Data()
-            while !text.contains(UInt8(ascii: "\n")) {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                text.append(chunk)
+        let logPath = data.url.appendingPathComponent("serve.log").path
+        let pid = try ChildProcess.spawn(
+            [Self.binary, "serve", "--listen", "127.0.0.1:0", "--data", dir],
+            .init(standardOutput: .null, standardError: .file(logPath)))
+        var exitStatus: Int32?
+        defer {
+            if exitStatus == nil {
+                kill(pid, SIGKILL)
+                _ = ChildProcess.wait(pid)
             }
-            return String(decoding: text, as: UTF8.self)
         }
+        func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+        // The first line says where it listens.
+        #expect(try await waitUntil { log().contains("\n") || ChildProcess.poll(pid) != nil })
+        let firstLine = log().split(separator: "\n").first.map(String.init) ?? ""
         let portText = firstLine.split(separator: ":").last?.prefix(while: { $0.isNumber }) ?? ""
         let port = try #require(UInt16(portText), "first line: \(firstLine)")
         let reply = try await onThread { () -> Reply in
             let connection = try RawHTTPConnection(port: port)
             let body = try WireCoding.encoder().encode(PushRequest(device: DeviceID(), changes: [Make.note(body: "private words\n")]))
             connection.write(RawHTTPConnection.requestBytes(method: "POST", target: Endpoint.push, headers: ["Authorization": "Bearer \(token)"], body: body))
-            return try connection.readResponse()
+            return try connection.readReply()
         }
         #expect(reply.status == 200)
-        let began = ContinuousClock.now
-        kill(process.processIdentifier, SIGTERM)
-        // Poll instead of waitUntilExit alone: a server that fails to stop must
+        kill(pid, SIGTERM)
+        // An event with a generous ceiling: a server that fails to stop must
         // fail this test, not hang the whole run.
-        while process.isRunning && ContinuousClock.now - began < .seconds(20) {
-            try await Task.sleep(for: .milliseconds(20))
+        let stopped = try await waitUntil(60) {
+            exitStatus = ChildProcess.poll(pid)
+            return exitStatus != nil
         }
-        if process.isRunning {
-            Issue.record("notesfs serve did not stop within 20 s of SIGTERM")
-            kill(process.processIdentifier, SIGKILL)
-        }
-        try await onThread { process.waitUntilExit() }
-        #expect(ContinuousClock.now - began < .seconds(5))
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
-        let log = firstLine + String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
-        #expect(log.contains("POST /v1/push 200"))
-        #expect(log.contains("stopped"))
-        #expect(!log.contains("private words"))
+        #expect(stopped, "notesfs serve did not stop within 60 s of SIGTERM")
+        #expect(exitStatus.map(ChildProcess.exitStatus) == 0)
+        let text = log()
+        #expect(text.contains("POST /v1/push 200"))
+        #expect(text.contains("stopped"))
+        #expect(!text.contains("private words"))
 
         let (listCode, list, _) = try await onThread { try Self.run(["account", "list", "--data", dir]) }
         #expect(listCode == 0)

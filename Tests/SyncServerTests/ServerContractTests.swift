@@ -3,6 +3,7 @@ import NotesModel
 import SyncProtocol
 import SyncServer
 import Testing
+import TestSupport
 
 /// A store and a way in: every contract test runs on each.
 struct ContractTarget: Sendable, CustomTestStringConvertible {
@@ -490,25 +491,23 @@ struct ContractTarget: Sendable, CustomTestStringConvertible {
         await h.close()
     }
 
+    /// How fast a poll wakes is a benchmark figure (`scripts/bench-server`,
+    /// the long-poll wake row); here, that the change and nothing else wakes it.
     @Test(arguments: ContractTarget.all)
-    func aLongPollWakesWithin100MillisecondsOfAChange(target: ContractTarget) async throws {
+    func aLongPollWakesForAChangeInItsAccountAndNotForAnother(target: ContractTarget) async throws {
         let h = try target.harness()
         let token = try await h.account()
         let other = try await h.account()
         let start = try await h.changes(token: token)
-        async let polled = h.changes(token: token, since: start.nextCursor, wait: 10)
-        try await Task.sleep(for: .milliseconds(300))
-        // A change in another account does not wake it.
+        let parkedBefore = h.server.notifier.waitingCount
+        // The longest wait the server allows: an empty page would mean no change woke it.
+        async let polled = h.changes(token: token, since: start.nextCursor, wait: 30)
+        #expect(try await waitUntil { h.server.notifier.waitingCount > parkedBefore })
+        // A change in another account does not wake it: woken, it would answer an empty page.
         _ = try await h.push(Make.note(), token: other)
-        try await Task.sleep(for: .milliseconds(100))
-        // Measured from the acknowledgement: the change exists once it is committed,
-        // and a durable commit on a loaded machine can itself take a while.
         _ = try await h.push(Make.note(body: "wake\n"), token: token)
-        let pushed = ContinuousClock.now
         let page = try await polled
-        let latency = ContinuousClock.now - pushed
-        #expect(page.changes.count == 1)
-        #expect(latency < .milliseconds(100), "woke after \(latency)")
+        #expect(page.changes.map { $0.note?.bodyBytes() } == [Data("wake\n".utf8)])
         await h.close()
     }
 
@@ -519,24 +518,23 @@ struct ContractTarget: Sendable, CustomTestStringConvertible {
         let h = try target.harness()
         let token = try await h.account()
         let start = try await h.changes(token: token)
-        async let polled = h.changes(token: token, since: start.nextCursor, wait: 10, device: h.device)
-        async let unnamed = h.changes(token: token, since: start.nextCursor, wait: 10)
-        try await Task.sleep(for: .milliseconds(300))
+        let parkedBefore = h.server.notifier.waitingCount
+        async let polled = h.changes(token: token, since: start.nextCursor, wait: 30, device: h.device)
+        async let unnamed = h.changes(token: token, since: start.nextCursor, wait: 30)
+        #expect(try await waitUntil { h.server.notifier.waitingCount >= parkedBefore + 2 })
         // The device's own push from where its cursor stands: the reply moves that cursor on.
         let own = try await h.pushRaw([Make.note(body: "mine\n")], token: token, cursor: start.nextCursor)
         let ownCursor = try #require(try own.decode(PushResponse.self).nextCursor)
         // A poll that names no device wakes for it, as before.
         #expect(try await unnamed.changes.map { $0.note?.bodyBytes() } == [Data("mine\n".utf8)])
-        try await Task.sleep(for: .milliseconds(300))
-        let pushed = ContinuousClock.now
+        // The named poll slept through its own device's push: woken, it would have answered "mine".
         _ = try await h.pushRaw([Make.note(body: "theirs\n")], token: token, device: DeviceID())
         let page = try await polled
-        #expect(ContinuousClock.now - pushed < .seconds(2))
         #expect(page.changes.map { $0.note?.bodyBytes() } == [Data("theirs\n".utf8)])
         #expect(page.from == ownCursor)
         // Polled again from the old cursor (a reply it never heard), the
         // device gets everything after the skip at once, never a gap.
-        let again = try await h.changes(token: token, since: start.nextCursor, wait: 10, device: h.device)
+        let again = try await h.changes(token: token, since: start.nextCursor, wait: 30, device: h.device)
         #expect(again.from == ownCursor)
         #expect(again.changes.map { $0.note?.bodyBytes() } == [Data("theirs\n".utf8)])
         #expect(try await h.changes(token: token, since: start.nextCursor).changes.count == 2)
@@ -553,7 +551,8 @@ struct ContractTarget: Sendable, CustomTestStringConvertible {
         let waited = ContinuousClock.now - began
         #expect(page.changes.isEmpty)
         #expect(page.nextCursor == start.nextCursor)
-        #expect(waited >= .milliseconds(950) && waited < .seconds(3), "waited \(waited)")
+        // Never early; late only by a generous ceiling (a busy machine is slow, not wrong).
+        #expect(waited >= .milliseconds(950) && waited < .seconds(30), "waited \(waited)")
         await h.close()
     }
 

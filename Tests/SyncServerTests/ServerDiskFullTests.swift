@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackHTTP
 import NotesModel
 import SyncProtocol
 import SyncServer
@@ -41,7 +42,7 @@ import TestSupport
                                     RawHTTPConnection.requestBytes(
                                         method: "POST", target: Endpoint.push,
                                         headers: ["Authorization": "Bearer \(token)"], body: body))
-                                replies.append(try connection.readResponse())
+                                replies.append(try connection.readReply())
                             } catch {
                                 replies.append(Reply(status: -1, headers: [:], body: Data("\(error)".utf8)))
                             }

@@ -16,11 +16,11 @@ import TestSupport
         #expect(try await h.send("GET", Endpoint.changes, token: first.text).status == 200)
         // The use is recorded off the request's path.
         var listed: [TokenSummary] = []
-        for _ in 0..<100 {
-            listed = try await manager.tokens(name: "rotating")
-            if listed.contains(where: { $0.tokenID == first.id && $0.lastUsedAt != nil }) { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(
+            try await waitUntil {
+                listed = try await manager.tokens(name: "rotating")
+                return listed.contains { $0.tokenID == first.id && $0.lastUsedAt != nil }
+            })
         #expect(listed.map(\.tokenID) == [first.id, second.id])
         #expect(listed.first { $0.tokenID == first.id }?.lastUsedAt != nil)
         #expect(listed.first { $0.tokenID == second.id }?.lastUsedAt == nil)

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 
 /// A program started in the background (a writer holding a descriptor open
 /// across a sync, say), ended by its pid. Its output goes to /dev/null.
@@ -9,7 +10,8 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Starts `arguments` (from PATH unless absolute) in `workingDirectory`.
     public init(_ arguments: [String], in workingDirectory: String) throws {
-        pid = try ChildProcess.spawn(arguments, workingDirectory: workingDirectory)
+        pid = try ChildProcess.spawn(
+            arguments, .init(standardOutput: .null, standardError: .null, workingDirectory: workingDirectory))
     }
 
     /// The exit status once it ends within `seconds`; nil when it is still running.

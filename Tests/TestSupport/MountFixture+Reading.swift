@@ -13,9 +13,12 @@ extension MountFixture {
         ((try? FileManager.default.contentsOfDirectory(atPath: mountpoint + "/" + path)) ?? []).sorted()
     }
 
-    /// True when `.notesfs/status` says no change is waiting to be sent.
+    /// True when `.notesfs/status.json` says no change is waiting to be sent.
     public var hasNothingPending: Bool {
-        (text(".notesfs/status") ?? "").contains("Pending: 0")
+        guard let json = text(".notesfs/status.json"),
+            let status = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        else { return false }
+        return status["pendingChanges"] as? Int == 0
     }
 
     /// Every note's path (relative, folders joined by "/") and text, found by
@@ -56,7 +59,7 @@ extension MountFixture {
     /// Polls `condition` every 20 ms; throws with `what` and the logs of
     /// `mounts` when it has not held within `seconds`.
     public static func waitFor(
-        _ what: String, mounts: [MountFixture], seconds: Double = 20, _ condition: () throws -> Bool
+        _ what: String, mounts: [MountFixture], seconds: Double = 60, _ condition: () throws -> Bool
     ) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {

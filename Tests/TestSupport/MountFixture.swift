@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 
 /// A real `notesfs mount` of a fresh data directory on a fresh empty directory,
 /// driven through the built `notesfs` binary. Call `unmount()` in a `defer`:
@@ -8,7 +9,7 @@ public final class MountFixture: @unchecked Sendable {
     public let mountpoint: String
     public let dataDirectory: String
     /// Seconds to wait for a mount or an unmount.
-    public static let timeoutSeconds = 20.0
+    public static let timeoutSeconds = 60.0
 
     public var databasePath: String { dataDirectory + "/notes.sqlite" }
     public var logPath: String { dataDirectory + "/mount.log" }
@@ -177,8 +178,8 @@ public final class MountFixture: @unchecked Sendable {
     }
 
     /// Runs a program (from PATH unless absolute) and collects its output.
-    /// Uses posix_spawn and waitpid directly: Foundation's `Process` can miss
-    /// a child's exit when waited for off the main thread.
+    /// Uses `ChildProcess` (posix_spawn and waitpid on that one pid):
+    /// Foundation's `Process` can miss a child's exit when waited for off the main thread.
     public static func run(_ arguments: [String], workingDirectory: String? = nil) throws -> Result {
         let scratch = NSTemporaryDirectory() + "notesfs-run-\(UUID().uuidString.prefix(8))"
         let outputPath = scratch + ".out"
@@ -188,10 +189,9 @@ public final class MountFixture: @unchecked Sendable {
             unlink(errorPath)
         }
         let pid = try ChildProcess.spawn(
-            arguments, standardOutput: outputPath, standardError: errorPath, workingDirectory: workingDirectory)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exitStatus = ChildProcess.exitStatus(status)
+            arguments,
+            .init(standardOutput: .file(outputPath), standardError: .file(errorPath), workingDirectory: workingDirectory))
+        let exitStatus = ChildProcess.exitStatus(ChildProcess.wait(pid))
         let output = (try? Data(contentsOf: URL(fileURLWithPath: outputPath))) ?? Data()
         let errors = (try? Data(contentsOf: URL(fileURLWithPath: errorPath))) ?? Data()
         return Result(

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 import Synchronization
 
 /// A throwaway PostgreSQL 15 cluster for tests (PLATFORM.md): `initdb` in a
@@ -10,7 +11,7 @@ import Synchronization
 public final class PostgresCluster: Sendable {
     public static let binDirectory = "/usr/lib/postgresql/15/bin"
     /// Seconds to wait for a start or stop.
-    public static let timeoutSeconds = 30
+    public static let timeoutSeconds = 60
 
     /// The cluster's directory (data in `data/`, log in `log`, socket here).
     public let directory: String
@@ -113,8 +114,8 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Runs a PostgreSQL tool (as the postgres user when we are root) and
-    /// waits; throws with its output when it fails. Uses `posix_spawn` and
-    /// `waitpid` on that one pid: Foundation's `Process.waitUntilExit` was
+    /// waits; throws with its output when it fails. Uses `ChildProcess`
+    /// (posix_spawn and `waitpid` on that one pid): Foundation's `Process.waitUntilExit` was
     /// seen to hang here once `pg_ctl`'s daemon outlived it.
     static func run(_ tool: String, _ arguments: [String], binDirectory: String = binDirectory) throws {
         let command: [String] =
@@ -123,23 +124,11 @@ public final class PostgresCluster: Sendable {
             : ["\(binDirectory)/\(tool)"] + arguments
         let outputPath = NSTemporaryDirectory() + "notesfs-pgtool-\(getpid())-\(UUID().uuidString.prefix(8)).out"
         defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
         // Start in / (the postgres user may not read the current directory).
-        let argv = ["/bin/sh", "-c", "cd / && exec \"$@\"", "sh"] + command
-        let cArguments = argv.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
-        guard spawned == 0 else { throw ClusterError("cannot start \(argv[0]): errno \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw ClusterError("waitpid failed: errno \(errno)") }
-        }
+        let pid = try ChildProcess.spawn(
+            command, .init(standardOutput: .file(outputPath), standardError: .standardOutput, workingDirectory: "/"))
+        let status = ChildProcess.wait(pid)
+        guard status >= 0 else { throw ClusterError("waitpid failed: errno \(errno)") }
         let exited = (status & 0x7f) == 0
         let code = (status >> 8) & 0xff
         guard exited && code == 0 else {
@@ -196,93 +185,5 @@ public final class PostgresCluster: Sendable {
             try? run("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
             try? FileManager.default.removeItem(atPath: directory)
         }
-    }
-}
-
-/// A child process started with `posix_spawn`, its output going to a file.
-/// The owner stops it with `terminate`/`kill` and reaps it with `wait`, by
-/// its pid only. `@unchecked Sendable`: `reaped` is guarded by `lock`; the
-/// rest is immutable.
-public final class SpawnedProcess: @unchecked Sendable {
-    public let pid: pid_t
-    public let outputPath: String
-    private let lock = NSLock()
-    private var exitStatus: Int32?
-
-    public init(_ arguments: [String], outputPath: String) throws {
-        self.outputPath = outputPath
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // An empty signal mask and default handlers in the child (PLATFORM.md:
-        // children of test processes otherwise inherit blocked signals).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGUSR1] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let cArguments = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, arguments[0], &actions, &attributes, cArguments, environ)
-        guard spawned == 0 else {
-            throw PostgresCluster.ClusterError("cannot start \(arguments[0]): errno \(spawned)")
-        }
-        self.pid = pid
-    }
-
-    /// The output so far.
-    public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
-
-    /// True while the process has not exited (reaping it if it has).
-    public var isRunning: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if exitStatus != nil { return false }
-        var status: Int32 = 0
-        if waitpid(pid, &status, WNOHANG) == pid {
-            exitStatus = status
-            return false
-        }
-        return true
-    }
-
-    public func signal(_ number: Int32) {
-        if isRunning { _ = kill(pid, number) }
-    }
-
-    /// Waits up to `seconds` for the exit (then SIGKILL) and returns the raw wait status.
-    @discardableResult
-    public func wait(seconds: Double = 10) -> Int32 {
-        let deadline = Date().addingTimeInterval(seconds)
-        while isRunning {
-            if Date() > deadline {
-                _ = kill(pid, SIGKILL)
-                lock.lock()
-                var status: Int32 = 0
-                if exitStatus == nil, waitpid(pid, &status, 0) == pid { exitStatus = status }
-                lock.unlock()
-                break
-            }
-            usleep(10_000)
-        }
-        lock.lock()
-        defer { lock.unlock() }
-        return exitStatus ?? -1
-    }
-
-    /// SIGTERM, then SIGKILL after `seconds`.
-    public func stop(seconds: Double = 10) {
-        signal(SIGTERM)
-        wait(seconds: seconds)
     }
 }

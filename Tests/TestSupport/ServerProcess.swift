@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 
 /// A real `notesfs serve` process on loopback with its data in a directory.
 /// `stop()` it in a `defer`; it is ended by its pid only.
@@ -36,10 +37,12 @@ public final class ServerProcess: @unchecked Sendable {
         let listen = "127.0.0.1:\(port)"
         try? FileManager.default.removeItem(atPath: logPath)
         let child = try ChildProcess.spawn(
-            [binary, "serve", "--listen", listen, "--data", dataDirectory] + extraArguments, standardError: logPath)
+            [binary, "serve", "--listen", listen, "--data", dataDirectory] + extraArguments,
+            .init(standardOutput: .null, standardError: .file(logPath)))
         pid = child
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        // A generous ceiling: the server says when it listens, or dies.
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, ChildProcess.poll(child) == nil {
             if let text = try? String(contentsOfFile: logPath, encoding: .utf8),
                 let range = text.range(of: "listening on http://127.0.0.1:") ?? text.range(of: "listening on https://127.0.0.1:")
             {
@@ -51,7 +54,7 @@ public final class ServerProcess: @unchecked Sendable {
             }
             usleep(20_000)
         }
-        stop()
+        if ChildProcess.poll(child) == nil { stop() } else { pid = nil }
         throw MountFixture.Failure("notesfs serve did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
     }
 
@@ -59,9 +62,8 @@ public final class ServerProcess: @unchecked Sendable {
     public func stop() {
         guard let pid else { return }
         kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(12)
-        var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) == 0 {
+        let deadline = Date().addingTimeInterval(30)
+        while ChildProcess.poll(pid) == nil {
             if Date() > deadline { kill(pid, SIGKILL) }
             usleep(10_000)
         }

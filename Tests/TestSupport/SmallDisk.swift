@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 
 /// A small tmpfs mounted on a fresh directory, for tests of a full disk.
 /// Needs root (mount); `init` returns nil otherwise, and the caller skips
@@ -52,13 +53,7 @@ public final class SmallDisk: Sendable {
     }
 
     private static func run(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        let pid = try ChildProcess.spawn(arguments, .init(standardOutput: .null, standardError: .null))
+        return ChildProcess.exitStatus(ChildProcess.wait(pid))
     }
 }
