@@ -25,6 +25,15 @@ import Testing
         }
     }
 
+    /// The database as a crash leaves it: a copy of the file and its log,
+    /// without the shared-memory index, opened (and so recovered) anew.
+    static func afterACrash(_ path: String, in directory: TemporaryDirectory) throws -> Connection {
+        let copy = directory.file("copy.sqlite")
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
+        return try Connection(path: copy)
+    }
+
     @Test func aCommitOfManyPagesIsAFewWrites() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -60,11 +69,7 @@ import Testing
                 #expect(body == Data(repeating: UInt8(truncatingIfNeeded: round + index), count: 3_000))
             }
         }
-        // A crash: the files as they are, without the shared-memory index.
-        let copy = directory.file("copy.sqlite")
-        try FileManager.default.copyItem(atPath: path, toPath: copy)
-        try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
-        let recovered = try Connection(path: copy)
+        let recovered = try Self.afterACrash(path, in: directory)
         #expect(try recovered.queryOne("SELECT count(*) FROM t") { $0.int(0) } == (1...30).reduce(0) { $0 + $1 % 7 + 1 })
         #expect(try recovered.integrityCheck() == ["ok"])
     }
@@ -86,10 +91,7 @@ import Testing
         }
         let reader = try Connection(path: path, options: Connection.Options(batchesLogWrites: false))
         #expect(try reader.queryOne("SELECT count(*) FROM t WHERE round = 3 AND length(body) = 2003") { $0.int(0) } == 20)
-        let copy = directory.file("copy.sqlite")
-        try FileManager.default.copyItem(atPath: path, toPath: copy)
-        try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
-        let recovered = try Connection(path: copy)
+        let recovered = try Self.afterACrash(path, in: directory)
         #expect(try recovered.queryOne("SELECT count(*) FROM t WHERE round = 3") { $0.int(0) } == 20)
         #expect(try recovered.integrityCheck() == ["ok"])
     }
