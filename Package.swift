@@ -42,7 +42,9 @@ let package = Package(
         ),
 
         // MARK: Libraries
-        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        // A SQLite VFS that hands each write-ahead log commit to the kernel in two writes.
+        .target(name: "CSQLiteBatchedLog", dependencies: ["CSQLite"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite", "CSQLiteBatchedLog"]),
         // posix_spawn, once: the mount (fusermount3), the command and the tests start children through it.
         .target(name: "ProcessKit"),
         // A raw HTTP/1.1 client over loopback, shared by the load generator and the tests.

@@ -479,10 +479,15 @@ enum FuseCallbacks {
         serve(req, plus ? "readdirplus" : "readdir") { dispatcher in
             guard let req, offset >= 0 else { throw FileSystemError.invalid }
             let capacity = min(max(size, 0), directoryBufferBytesMax)
-            var buffer = [CChar](repeating: 0, count: capacity)
-            var used = 0
-            try buffer.withUnsafeMutableBufferPointer { storage in
-                guard let base = storage.baseAddress else { return }
+            // Filled in place and handed to the reply as it is: zeroing the
+            // kernel's buffer (32 KiB for `find`), then copying the used part
+            // byte by byte, cost more than the entries themselves.
+            let buffer = try [UInt8](unsafeUninitializedCapacity: capacity) { storage, initialized in
+                initialized = 0
+                guard let bytes = storage.baseAddress, capacity > 0 else { return }
+                let base = UnsafeMutableRawPointer(bytes).assumingMemoryBound(to: CChar.self)
+                var used = 0
+                defer { initialized = used }
                 try dispatcher.operations.readDirectory(
                     inode: inode, handle: fileHandle, offset: Int64(offset), plus: plus
                 ) { entry in
@@ -490,14 +495,16 @@ enum FuseCallbacks {
                     let needed: Int = entry.name.withCString { name in
                         if plus, let reply = entry.reply {
                             var parameter = entryParameter(reply)
-                            return fuse_add_direntry_plus(req, base + used, remaining, name, &parameter, off_t(entry.offset))
+                            return fuse_add_direntry_plus(
+                                req, base + used, remaining, name, &parameter, off_t(entry.offset))
                         }
                         if plus {
                             // `.` and `..`: an entry with inode 0 is not looked up by the kernel.
                             var parameter = fuse_entry_param()
                             parameter.attr = statBuffer(entry.attributes)
                             parameter.ino = 0
-                            return fuse_add_direntry_plus(req, base + used, remaining, name, &parameter, off_t(entry.offset))
+                            return fuse_add_direntry_plus(
+                                req, base + used, remaining, name, &parameter, off_t(entry.offset))
                         }
                         var status = statBuffer(entry.attributes)
                         return fuse_add_direntry(req, base + used, remaining, name, &status, off_t(entry.offset))
@@ -507,7 +514,7 @@ enum FuseCallbacks {
                     return true
                 }
             }
-            return .bytes(buffer.prefix(used).map { UInt8(bitPattern: $0) })
+            return .bytes(buffer)
         }
     }
 

@@ -21,18 +21,20 @@ final class InodeTable: Sendable {
         /// cache to us); every other change clears this flag and is
         /// invalidated explicitly.
         var cacheTrusted = false
-        /// The bytes of a detached inode (unlinked, or replaced by a
-        /// rename-over) while the kernel still holds it: descriptors open on
-        /// it read and write these, never the store. Dropped on forget.
-        var snapshot: HandleTable.Snapshot?
         /// The store's `kernelViewGeneration` as of the last time the kernel
         /// learned this file's size: writes are judged against it.
         var view: UInt64 = 0
     }
 
     private struct State {
+        /// Kept small (no bytes in it): a walk touches one node per listed
+        /// entry, and a table of 10,000 nodes is read in random order.
         var nodes: [UInt64: Node] = [1: Node(ref: .root, lookups: 1)]
         var inodeOfRef: [EntryRef: UInt64] = [.root: 1]
+        /// The bytes of detached inodes (unlinked, or replaced by a
+        /// rename-over) while the kernel still holds them: descriptors open
+        /// on them read and write these, never the store. Dropped on forget.
+        var snapshots: [UInt64: HandleTable.Snapshot] = [:]
     }
 
     private let state = Mutex(State())
@@ -56,31 +58,43 @@ final class InodeTable: Sendable {
     /// create, mkdir, symlink, readdirplus). Rebinds the number when it was
     /// re-pointed (rename-over) and detaches an older number of `ref`.
     func lookedUp(_ inode: UInt64, ref: EntryRef, view: UInt64) {
-        state.withLock { state in
-            bind(&state, inode, ref)
-            state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
-            state.nodes[inode]?.learned(view)
-        }
+        state.withLock { state in Self.lookedUp(&state, inode, ref: ref, view: view) }
     }
 
-    /// The inodes the kernel knows for `refs`, position by position (one lock
-    /// for a whole listing).
-    func inodes(for refs: [EntryRef]) -> [UInt64?] {
-        state.withLock { state in refs.map { state.inodeOfRef[$0] } }
+    /// One lookup counted. An inode already bound to `ref` (every lookup
+    /// but the first, and every entry of a listing walked again) costs one
+    /// hash probe: bind would change nothing, since a node's ref always maps
+    /// back to that node.
+    private static func lookedUp(_ state: inout State, _ inode: UInt64, ref: EntryRef, view: UInt64) {
+        if let index = state.nodes.index(forKey: inode), state.nodes.values[index].ref == ref {
+            state.nodes.values[index].lookups += 1
+            state.nodes.values[index].learned(view)
+            return
+        }
+        bind(&state, inode, ref)
+        state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
+        state.nodes[inode]?.learned(view)
+    }
+
+    /// The inodes to hand out for a listing's entries, position by position:
+    /// the one the kernel knows for the entry, else the store's (`stored`),
+    /// nil when neither exists. An entry already bound to its stored number
+    /// (every entry of a tree walked again) costs one probe of the nodes,
+    /// which counting its lookup then finds in the cache.
+    func inodes(for entries: [(ref: EntryRef, stored: UInt64?)]) -> [UInt64?] {
+        state.withLock { state in
+            entries.map { entry in
+                if let stored = entry.stored, state.nodes[stored]?.ref == entry.ref { return stored }
+                return state.inodeOfRef[entry.ref] ?? entry.stored
+            }
+        }
     }
 
     /// `lookedUp` for every pair, under one lock (readdirplus).
     func lookedUp(_ pairs: [(inode: UInt64, ref: EntryRef)], view: UInt64) {
         guard !pairs.isEmpty else { return }
         state.withLock { state in
-            for (inode, ref) in pairs {
-                // Already bound (the common case when a tree is walked again):
-                // bind would change nothing, since a node's ref always maps
-                // back to that node.
-                if state.nodes[inode]?.ref != ref { bind(&state, inode, ref) }
-                state.nodes[inode, default: Node(ref: ref, lookups: 0)].lookups += 1
-                state.nodes[inode]?.learned(view)
-            }
+            for (inode, ref) in pairs { Self.lookedUp(&state, inode, ref: ref, view: view) }
         }
     }
 
@@ -99,11 +113,11 @@ final class InodeTable: Sendable {
     func rebind(_ inode: UInt64, to ref: EntryRef) {
         state.withLock { state in
             guard state.nodes[inode] != nil else { return }
-            bind(&state, inode, ref)
+            Self.bind(&state, inode, ref)
         }
     }
 
-    private func bind(_ state: inout State, _ inode: UInt64, _ ref: EntryRef) {
+    private static func bind(_ state: inout State, _ inode: UInt64, _ ref: EntryRef) {
         if let old = state.nodes[inode]?.ref, old != ref, state.inodeOfRef[old] == inode {
             state.inodeOfRef[old] = nil
         }
@@ -135,6 +149,7 @@ final class InodeTable: Sendable {
             node.lookups = consistent ? node.lookups - count : 0
             if node.lookups == 0 {
                 state.nodes[inode] = nil
+                state.snapshots[inode] = nil
                 if let ref = node.ref, state.inodeOfRef[ref] == inode { state.inodeOfRef[ref] = nil }
             } else {
                 state.nodes[inode] = node
@@ -166,7 +181,7 @@ final class InodeTable: Sendable {
     func setSnapshot(_ inode: UInt64, _ snapshot: HandleTable.Snapshot) -> Bool {
         state.withLock { state in
             guard state.nodes[inode] != nil else { return false }
-            state.nodes[inode]?.snapshot = snapshot
+            state.snapshots[inode] = snapshot
             return true
         }
     }
@@ -175,21 +190,21 @@ final class InodeTable: Sendable {
     /// unlink or rename failed).
     func clearSnapshot(_ inode: UInt64) {
         state.withLock { state in
-            if state.nodes[inode]?.ref != nil { state.nodes[inode]?.snapshot = nil }
+            if state.nodes[inode]?.ref != nil { state.snapshots[inode] = nil }
         }
     }
 
     /// The kept bytes of a detached inode, if any.
     func snapshot(of inode: UInt64) -> HandleTable.Snapshot? {
-        state.withLock { $0.nodes[inode]?.snapshot }
+        state.withLock { $0.snapshots[inode] }
     }
 
     /// Changes the kept bytes of a detached inode; nil when it has none.
     func updateSnapshot(_ inode: UInt64, _ change: (inout HandleTable.Snapshot) -> Void) -> HandleTable.Snapshot? {
         state.withLock { state in
-            guard var snapshot = state.nodes[inode]?.snapshot else { return nil }
+            guard var snapshot = state.snapshots.removeValue(forKey: inode) else { return nil }
             change(&snapshot)
-            state.nodes[inode]?.snapshot = snapshot
+            state.snapshots[inode] = snapshot
             return snapshot
         }
     }

@@ -156,12 +156,11 @@ extension NotesFileSystem {
         while true {
             let batch = try store.list(directory: directory, afterCookie: after, limit: Self.listBatchEntries)
             if batch.isEmpty { return }
-            let refs = batch.map(\.ref)
-            var numbers = inodes.inodes(for: refs)
+            var numbers = inodes.inodes(for: batch.map { ($0.ref, $0.inode) })
             let unknown = numbers.indices.filter { numbers[$0] == nil }
             if !unknown.isEmpty {
-                let made = try store.inodes(for: unknown.map { refs[$0] })
-                for index in unknown { numbers[index] = made[refs[index]] }
+                let made = try store.inodes(for: unknown.map { batch[$0].ref })
+                for index in unknown { numbers[index] = made[batch[index].ref] }
             }
             if plus { handedOut.reserveCapacity(handedOut.count + batch.count) }
             for (entry, number) in zip(batch, numbers) {

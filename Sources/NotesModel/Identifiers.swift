@@ -14,6 +14,12 @@ public struct NoteID: Hashable, Comparable, Sendable, Codable, CustomStringConve
     public static func < (lhs: Self, rhs: Self) -> Bool { UUIDText.precedes(lhs.uuid, rhs.uuid) }
     public init(from decoder: any Decoder) throws { self.uuid = try UUID(lowercasedFrom: decoder) }
     public func encode(to encoder: any Encoder) throws { try uuid.encodeLowercased(to: encoder) }
+    public static func == (lhs: Self, rhs: Self) -> Bool { UUIDText.words(lhs.uuid) == UUIDText.words(rhs.uuid) }
+    public func hash(into hasher: inout Hasher) {
+        let (high, low) = UUIDText.words(uuid)
+        hasher.combine(high)
+        hasher.combine(low)
+    }
 }
 
 /// A folder's identity; see `FolderTree.derivedFolderID` for how local folders get theirs.
@@ -29,6 +35,12 @@ public struct FolderID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     public static func < (lhs: Self, rhs: Self) -> Bool { UUIDText.precedes(lhs.uuid, rhs.uuid) }
     public init(from decoder: any Decoder) throws { self.uuid = try UUID(lowercasedFrom: decoder) }
     public func encode(to encoder: any Encoder) throws { try uuid.encodeLowercased(to: encoder) }
+    public static func == (lhs: Self, rhs: Self) -> Bool { UUIDText.words(lhs.uuid) == UUIDText.words(rhs.uuid) }
+    public func hash(into hasher: inout Hasher) {
+        let (high, low) = UUIDText.words(uuid)
+        hasher.combine(high)
+        hasher.combine(low)
+    }
 }
 
 /// The idempotency key of one outbox change; a retry reuses it.

@@ -33,12 +33,15 @@ extension NotesStore {
             kind.rawValue, id) { _ in true } ?? false
     }
 
-    /// Inserts a new live note and queues its creation.
+    /// Inserts a new live note and queues its creation. Returns the new
+    /// entry as a listing would show it. `shownIn` is the directory of
+    /// `content.folderID` when the caller has just checked that it is live,
+    /// and `freeName` a name it found free there (neither is asked again).
     @discardableResult
     func insertNote(
         _ db: Connection, id: NoteID, content: NoteContent, modified: Int64? = nil, mode: UInt32 = 0o644,
-        conflictOf: NoteID? = nil, commit: inout StoreCommit
-    ) throws -> String {
+        conflictOf: NoteID? = nil, shownIn: DirectoryRef? = nil, freeName: String? = nil, commit: inout StoreCommit
+    ) throws -> Entry {
         let time = now
         try db.run(
             """
@@ -47,9 +50,17 @@ extension NotesStore {
             """, id.description, content.folderID?.description, content.title, content.body,
             Int64(content.body.count), time, modified ?? time, Int64(mode), conflictOf?.description)
         try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
-        let directory = try displayDirectory(db, folderID: content.folderID)
+        let directory = try shownIn ?? displayDirectory(db, folderID: content.folderID)
         commit.changedEntries.insert(.note(id))
-        return try placeName(db, entry: .note(id), in: directory, source: content.title, commit: &commit)
+        // Its ctime is the moment it was made: no entry_times row unless its
+        // mtime was set to another time.
+        if modified == nil { commit.madeAtTheirMtime.append(.note(id)) }
+        let placed = try placeName(
+            db, entry: .note(id), in: directory, source: content.title, isNew: true,
+            freeName: shownIn == nil ? nil : freeName, commit: &commit)
+        return Entry(
+            ref: .note(id), name: placed.name, parent: directory, kind: .file, size: Int64(content.body.count),
+            modifiedNanoseconds: modified ?? time, mode: mode & 0o7777, cookie: placed.cookie)
     }
 
     /// Changes a live note's content as a local edit; no-op when nothing differs.
@@ -211,6 +222,7 @@ extension NotesStore {
         try db.run("DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ?",
                    EntryRef.local(seq).kindCode, EntryRef.local(seq).idText)
         commit.changedEntries.insert(.local(seq))
+        if modified == nil { commit.madeAtTheirMtime.append(.local(seq)) }
         try placeName(db, entry: .local(seq), in: directory, source: name, commit: &commit)
         return seq
     }

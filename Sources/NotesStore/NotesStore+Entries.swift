@@ -10,6 +10,9 @@ extension NotesStore {
     /// local entries are rare, so they are read by subqueries that run only
     /// for their own kind, not by joins that every note would pay a seek for.
     static let entrySelect = "SELECT \(entryColumns) FROM names n \(entryJoins)"
+    /// Made once: the text of a query is the statement cache's key.
+    static let lookupSelect = entrySelect + " WHERE n.parent_key = ? AND n.name = ?"
+    static let entryByRefSelect = entrySelect + " WHERE n.entry_kind = ? AND n.entry_id = ?"
     static let entryColumns = """
         n.seq, n.parent_key, n.name, n.entry_kind, n.entry_id,
         COALESCE(no.updated_ns, CASE n.entry_kind
@@ -47,11 +50,14 @@ extension NotesStore {
     /// bare integers, and only those rows are joined with their entities. (A
     /// sort over the joined rows cost as much as the joins; `list` puts the
     /// page in cookie order itself.)
+    /// Each entry comes with its inode number (column 13), so the mount
+    /// need not look it up entry by entry.
     static let listSelect = """
-        SELECT \(entryColumns)
+        SELECT \(entryColumns), i.ino
         FROM (SELECT seq FROM names WHERE parent_key = ? AND seq > ? ORDER BY seq LIMIT ?) page
         CROSS JOIN names n ON n.seq = page.seq
         \(entryJoins)
+        LEFT JOIN inodes i ON i.entry_kind = n.entry_kind AND i.entry_id = n.entry_id
         """
 
     /// An entry from a row of `entrySelect`. `parent`, when the caller knows
@@ -103,9 +109,7 @@ extension NotesStore {
     }
 
     func lookup(_ db: Connection, in directory: DirectoryRef, name: String) throws -> Entry? {
-        try db.queryOne(
-            Self.entrySelect + " WHERE n.parent_key = ? AND n.name = ?", directory.key, name
-        ) { Self.entry(from: $0) } ?? nil
+        try db.queryOne(Self.lookupSelect, directory.key, name) { Self.entry(from: $0) } ?? nil
     }
 
     /// The live entry for `ref`, or nil when it no longer exists.
@@ -115,9 +119,7 @@ extension NotesStore {
 
     func entry(_ db: Connection, for ref: EntryRef) throws -> Entry? {
         if ref == .root { return try rootEntry(db) }
-        return try db.queryOne(
-            Self.entrySelect + " WHERE n.entry_kind = ? AND n.entry_id = ?", ref.kindCode, ref.idText
-        ) { Self.entry(from: $0) } ?? nil
+        return try db.queryOne(Self.entryByRefSelect, ref.kindCode, ref.idText) { Self.entry(from: $0) } ?? nil
     }
 
     /// Entries of `directory` with cookies greater than `afterCookie`, in cookie order.
@@ -155,8 +157,12 @@ extension NotesStore {
     private static func listPage(_ db: Connection, _ directory: DirectoryRef, after cookie: Int64, limit: Int) throws
         -> [Entry]
     {
-        var page = try db.query(listSelect, directory.key, cookie, limit) {
-            entry(from: $0, parent: directory)
+        var page = try db.query(listSelect, directory.key, cookie, limit) { row in
+            entry(from: row, parent: directory).map { entry in
+                var entry = entry
+                entry.inode = row.optionalInt64(13).map { UInt64(bitPattern: $0) }
+                return entry
+            }
         }.compactMap { $0 }
         page.sort { $0.cookie < $1.cookie }
         return page

@@ -27,23 +27,26 @@ extension NotesStore {
         in directory: DirectoryRef, name: String, mode: UInt32 = 0o644, exclusive: Bool = true
     ) throws(StoreError) -> Entry {
         try write(origin: .local) { db, commit in
-            try createFile(db, in: directory, name: name, mode: mode, exclusive: exclusive, commit: &commit)
+            try createFile(db, in: directory, name: name, mode: mode, exclusive: exclusive, commit: &commit).entry
         }
     }
 
-    /// `createFile` inside the caller's transaction.
+    /// `createFile` inside the caller's transaction. `isNew` is true when the
+    /// entry was made here (not found, not revived): nothing else refers to it yet.
     func createFile(
         _ db: Connection, in directory: DirectoryRef, name: String, mode: UInt32, exclusive: Bool,
         commit: inout StoreCommit
-    ) throws -> Entry {
+    ) throws -> (entry: Entry, isNew: Bool) {
         try requireDirectory(db, directory)
         try validateNewName(directory, name)
-        if let existing = try lookup(db, in: directory, name: name) {
+        if try NameRow.exists(db, in: directory, name: name) {
             guard !exclusive else { throw StoreError.alreadyExists(name) }
+            guard let existing = try lookup(db, in: directory, name: name) else { throw StoreError.notFound(name) }
             guard existing.kind != .directory else { throw StoreError.isADirectory(name) }
-            return existing
+            return (existing, false)
         }
         let ref: EntryRef
+        var isNew = true
         if isLocalOnly(directory, name) {
             ref = .local(try insertLocal(db, kind: .file, in: directory, name: name, mode: mode, commit: &commit))
         } else {
@@ -52,14 +55,19 @@ extension NotesStore {
             if let dead = try revivableNote(db, directory: directory, name: name) {
                 try reviveNote(db, dead, content: content, commit: &commit)
                 ref = .note(dead.id)
+                isNew = false
             } else {
-                let id = NoteID(newUUID())
-                try insertNote(db, id: id, content: content, mode: mode, commit: &commit)
-                ref = .note(id)
+                // The note is shown where it was asked for: requireDirectory
+                // found that directory live. The entry is known without
+                // reading it back.
+                let entry = try insertNote(
+                    db, id: NoteID(newUUID()), content: content, mode: mode, shownIn: directory, freeName: name,
+                    commit: &commit)
+                return (entry, true)
             }
         }
         guard let entry = try entry(db, for: ref) else { throw StoreError.notFound(name) }
-        return entry
+        return (entry, isNew)
     }
 
     /// Creates a note with content in one step (import, tests, the simulation).
@@ -79,223 +87,6 @@ extension NotesStore {
                 modified: modifiedNanoseconds, commit: &commit)
             return id
         }
-    }
-
-    /// Writes `bytes` at `offset` (past the end zero-fills the gap). Returns the new size.
-    @discardableResult
-    public func write(_ ref: EntryRef, offset: Int64, bytes: Data) throws(StoreError) -> Int64 {
-        try write(ref, offset: offset, bytes: bytes, append: false, view: nil).size
-    }
-
-    /// A write as the kernel sends it. `append` (the descriptor has
-    /// `O_APPEND`) puts the bytes at the note's current end, whatever offset
-    /// the kernel computed from the size it cached. `view` is the
-    /// `kernelViewGeneration` read before the kernel last learned the note's
-    /// size: a write through an older view is merged with the text it did not
-    /// see (see `KernelViewLedger`), never written over it.
-    public func write(_ ref: EntryRef, offset: Int64, bytes: Data, append: Bool, view: UInt64?)
-        throws(StoreError) -> KernelWriteResult
-    {
-        do {
-            return try storeKernelWrite(ref, offset: offset, bytes: bytes, append: append, view: view)
-        } catch {
-            try holdIfOversized(ref, after: error)
-            throw error
-        }
-    }
-
-    private func storeKernelWrite(_ ref: EntryRef, offset: Int64, bytes: Data, append: Bool, view: UInt64?)
-        throws(StoreError) -> KernelWriteResult
-    {
-        guard offset >= 0 else { throw .invalidName("negative offset") }
-        let end = offset + Int64(bytes.count)
-        if case .note = ref, !append, end > Int64(configuration.noteSizeLimitBytes) {
-            throw .tooLarge(limit: configuration.noteSizeLimitBytes)
-        }
-        return try write(origin: .local) { db, commit in
-            switch ref {
-            case .note(let id):
-                if let result = try writeInChunks(
-                    db, id: id, offset: offset, bytes: bytes, append: append, view: view, commit: &commit)
-                {
-                    return result
-                }
-                guard let row = try NoteRow.load(db, id: id), !row.deleted else {
-                    throw StoreError.notFound(ref.description)
-                }
-                if append {
-                    var content = row.content
-                    content.body.append(bytes)
-                    try editNote(db, row, to: content, commit: &commit)
-                    return KernelWriteResult(
-                        size: Int64(content.body.count), kernelViewStale: offset != Int64(row.body.count))
-                }
-                if let size = try writeThroughStaleView(
-                    db, row, view: view, change: { Self.splice($0, bytes, at: Int(offset)) }, commit: &commit)
-                {
-                    return KernelWriteResult(size: size, kernelViewStale: true)
-                }
-                var content = row.content
-                content.body = Self.splice(row.body, bytes, at: Int(offset))
-                try editNote(db, row, to: content, commit: &commit)
-                return KernelWriteResult(size: Int64(content.body.count), kernelViewStale: false)
-            case .local(let seq):
-                guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
-                    throw StoreError.notFound(ref.description)
-                }
-                let size = try writeLocalFile(db, row, bytes: bytes, at: append ? row.size : offset)
-                commit.changedEntries.insert(ref)
-                return KernelWriteResult(size: size, kernelViewStale: append && offset != row.size)
-            case .root, .folder:
-                throw StoreError.isADirectory(ref.description)
-            }
-        }
-    }
-
-    /// What a chunked write needs to know of a note, without its body.
-    private struct NoteExtent {
-        var seq: Int64
-        var title: String
-        var chunkBytes: Int64
-        var size: Int64
-        var synced: Bool
-
-        static func load(_ db: Connection, id: NoteID) throws -> NoteExtent? {
-            try db.queryOne(
-                "SELECT seq, title, chunk_bytes, body_size, server_version IS NOT NULL FROM notes WHERE id = ? AND deleted = 0",
-                id.description
-            ) { NoteExtent(seq: $0.int64(0), title: $0.string(1), chunkBytes: $0.int64(2), size: $0.int64(3), synced: $0.bool(4)) }
-        }
-    }
-
-    /// A kernel write into a large note, stored in the chunks it touches (a
-    /// note crossing `chunkedBodyThresholdBytes` is split into chunks first).
-    /// Nil when the write takes the whole-body path: a small note, a deleted
-    /// one, or a write through a stale view, which is merged.
-    private func writeInChunks(
-        _ db: Connection, id: NoteID, offset: Int64, bytes: Data, append: Bool, view: UInt64?,
-        commit: inout StoreCommit
-    ) throws -> KernelWriteResult? {
-        guard let extent = try NoteExtent.load(db, id: id) else { return nil }
-        let at = append ? extent.size : offset
-        let end = at + Int64(bytes.count)
-        guard extent.chunkBytes > 0 || end > Int64(configuration.chunkedBodyThresholdBytes) else { return nil }
-        guard kernelWriteAppliesAsItIs(id, view: view) else { return nil }
-        guard end <= Int64(configuration.noteSizeLimitBytes) else {
-            throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
-        }
-        try NoteChunks.markForSearch(db, seq: extent.seq)
-        var chunkBytes = extent.chunkBytes
-        if chunkBytes == 0 {
-            chunkBytes = Int64(max(1, configuration.bodyChunkBytes))
-            let body = try db.queryOne("SELECT body FROM notes WHERE seq = ?", extent.seq) { $0.data(0) } ?? Data()
-            try db.run(
-                "UPDATE notes SET body = x'', chunk_bytes = ?, body_size = ? WHERE seq = ?", chunkBytes,
-                Int64(body.count), extent.seq)
-            try NoteChunks.store(db, seq: extent.seq, body: body, chunkBytes: chunkBytes)
-        }
-        let newSize = try NoteChunks.write(
-            db, seq: extent.seq, chunkBytes: chunkBytes, size: extent.size, offset: at, bytes: bytes)
-        try noteChunkedEdit(db, id: id, extent: extent, newSize: newSize, commit: &commit)
-        return KernelWriteResult(size: newSize, kernelViewStale: append && offset != extent.size)
-    }
-
-    /// A kernel truncation of a chunked note that stays chunked (above the
-    /// threshold). False when it takes the whole-body path.
-    private func truncateInChunks(
-        _ db: Connection, id: NoteID, to size: Int64, view: UInt64?, commit: inout StoreCommit
-    ) throws -> Bool {
-        guard let extent = try NoteExtent.load(db, id: id), extent.chunkBytes > 0,
-            size > Int64(configuration.chunkedBodyThresholdBytes), kernelWriteAppliesAsItIs(id, view: view)
-        else { return false }
-        guard size != extent.size else { return true }
-        if size * 2 < extent.size {
-            // As for any edit that halves a note: the cut text stays in the history.
-            let body = try NoteChunks.assemble(db, seq: extent.seq, size: extent.size)
-            try addHistory(db, noteID: id, title: extent.title, body: body, reason: .shrunk)
-        }
-        try NoteChunks.markForSearch(db, seq: extent.seq)
-        try NoteChunks.resize(db, seq: extent.seq, chunkBytes: extent.chunkBytes, size: extent.size, to: size)
-        try noteChunkedEdit(db, id: id, extent: extent, newSize: size, commit: &commit)
-        return true
-    }
-
-    /// The bookkeeping of an edit made in chunks: size, time, revision, outbox.
-    private func noteChunkedEdit(
-        _ db: Connection, id: NoteID, extent: NoteExtent, newSize: Int64, commit: inout StoreCommit
-    ) throws {
-        try db.run(
-            """
-            UPDATE notes SET body_size = ?, updated_ns = ?, local_rev = local_rev + 1,
-                \(Self.releaseOversizeHoldSQL) WHERE seq = ?
-            """, newSize, now, newSize, extent.seq)
-        try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
-        commit.changedEntries.insert(.note(id))
-        if extent.synced { commit.touchedSyncedNote = true }
-    }
-
-    static func splice(_ body: Data, _ bytes: Data, at offset: Int) -> Data {
-        var result = body
-        if offset > result.count { result.append(Data(count: offset - result.count)) }
-        let end = offset + bytes.count
-        if end > result.count { result.append(Data(count: end - result.count)) }
-        result.replaceSubrange(result.startIndex + offset..<result.startIndex + end, with: bytes)
-        return result
-    }
-
-    /// Sets a file's size, cutting or zero-extending. Cut text goes to the history.
-    public func truncate(_ ref: EntryRef, to size: Int64) throws(StoreError) {
-        _ = try truncate(ref, to: size, view: nil)
-    }
-
-    /// A truncation as the kernel sends it; `view` as for `write(_:offset:bytes:append:view:)`.
-    /// Returns true when the stored text differs from what the kernel believes.
-    public func truncate(_ ref: EntryRef, to size: Int64, view: UInt64?) throws(StoreError) -> Bool {
-        do {
-            return try storeKernelTruncation(ref, to: size, view: view)
-        } catch {
-            try holdIfOversized(ref, after: error)
-            throw error
-        }
-    }
-
-    private func storeKernelTruncation(_ ref: EntryRef, to size: Int64, view: UInt64?) throws(StoreError) -> Bool {
-        guard size >= 0 else { throw .invalidName("negative size") }
-        if case .note = ref, size > Int64(configuration.noteSizeLimitBytes) {
-            throw .tooLarge(limit: configuration.noteSizeLimitBytes)
-        }
-        return try write(origin: .local) { db, commit in
-            switch ref {
-            case .note(let id):
-                if try truncateInChunks(db, id: id, to: size, view: view, commit: &commit) { return false }
-                guard let row = try NoteRow.load(db, id: id), !row.deleted else {
-                    throw StoreError.notFound(ref.description)
-                }
-                if try writeThroughStaleView(
-                    db, row, view: view, change: { Self.resized($0, to: Int(size)) }, commit: &commit) != nil
-                {
-                    return true
-                }
-                var content = row.content
-                content.body = Self.resized(row.body, to: Int(size))
-                try editNote(db, row, to: content, commit: &commit)
-                return false
-            case .local(let seq):
-                guard let row = try LocalRow.load(db, seq: seq), row.kind == .file else {
-                    throw StoreError.notFound(ref.description)
-                }
-                try truncateLocalFile(db, row, to: size)
-                commit.changedEntries.insert(ref)
-                return false
-            case .root, .folder:
-                throw StoreError.isADirectory(ref.description)
-            }
-        }
-    }
-
-    static func resized(_ data: Data, to size: Int) -> Data {
-        if size <= data.count { return Data(data.prefix(size)) }
-        return data + Data(count: size - data.count)
     }
 
     /// Replaces a note's whole body as one edit (import, restore, the simulation).

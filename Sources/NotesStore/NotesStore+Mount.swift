@@ -39,8 +39,10 @@ extension NotesStore {
         in directory: DirectoryRef, name: String, mode: UInt32 = 0o644, exclusive: Bool = true
     ) throws(StoreError) -> (entry: Entry, inode: UInt64) {
         try write(origin: .local) { db, commit in
-            let entry = try createFile(db, in: directory, name: name, mode: mode, exclusive: exclusive, commit: &commit)
-            return (entry, try inodeNumber(db, making: entry.ref))
+            let (entry, isNew) = try createFile(
+                db, in: directory, name: name, mode: mode, exclusive: exclusive, commit: &commit)
+            // A new entry has no number yet: no need to look for one.
+            return (entry, isNew ? try newInodeNumber(db, for: entry.ref) : try inodeNumber(db, making: entry.ref))
         }
     }
 
@@ -49,6 +51,12 @@ extension NotesStore {
     func inodeNumber(_ db: Connection, making ref: EntryRef) throws -> UInt64 {
         if ref == .root { return 1 }
         if let existing = try inodeNumber(db, for: ref) { return existing }
+        return try newInodeNumber(db, for: ref)
+    }
+
+    /// A number from the counter for `ref`, which has none (the unique index
+    /// on the entry refuses a second).
+    func newInodeNumber(_ db: Connection, for ref: EntryRef) throws -> UInt64 {
         try db.run("INSERT INTO inodes(entry_kind, entry_id) VALUES (?, ?)", ref.kindCode, ref.idText)
         return UInt64(db.lastInsertRowID)
     }

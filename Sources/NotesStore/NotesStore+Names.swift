@@ -17,14 +17,17 @@ extension NotesStore {
     }
 
     /// Gives `entry` a name in `directory` derived from `source` (a title or
-    /// folder name), keeping its current name when neither changed.
+    /// folder name), keeping its current name when neither changed. Returns
+    /// the name and its readdir cookie. `isNew`: the entry was made in this
+    /// transaction and has no name yet; `freeName`: a name the caller found
+    /// free in `directory` in this transaction.
     @discardableResult
     func placeName(
-        _ db: Connection, entry: EntryRef, in directory: DirectoryRef, source: String,
-        commit: inout StoreCommit
-    ) throws -> String {
-        if let existing = try NameRow.find(db, entry: entry) {
-            if existing.directory == directory && existing.source == source { return existing.name }
+        _ db: Connection, entry: EntryRef, in directory: DirectoryRef, source: String, isNew: Bool = false,
+        freeName: String? = nil, commit: inout StoreCommit
+    ) throws -> (name: String, cookie: Int64) {
+        if !isNew, let existing = try NameRow.find(db, entry: entry) {
+            if existing.directory == directory && existing.source == source { return (existing.name, existing.seq) }
             try removeName(db, entry: entry, commit: &commit)
         }
         let base: String
@@ -34,15 +37,17 @@ extension NotesStore {
             base = NameCodec.displayName(forTitle: source, inRoot: directory == .root)
         }
         let name = DisplayNames.lowestFree(base) { candidate in
-            (try? NameRow.find(db, in: directory, name: candidate)) != nil
-                || (directory == .root && candidate == NotesStore.controlDirectoryName)
+            if directory == .root && candidate == NotesStore.controlDirectoryName { return true }
+            if candidate == freeName { return false }
+            return (try? NameRow.exists(db, in: directory, name: candidate)) == true
         }
         try db.run(
             "INSERT INTO names(parent_key, name, entry_kind, entry_id, source) VALUES (?, ?, ?, ?, ?)",
             directory.key, name, entry.kindCode, entry.idText, source)
+        let cookie = db.lastInsertRowID
         commit.addedNames.append(
             DirectoryName(directory: directory, name: name, entry: entry, isDirectory: try isDirectory(db, entry)))
-        return name
+        return (name, cookie)
     }
 
     /// Takes `entry`'s name away (deleted, or about to be placed elsewhere).

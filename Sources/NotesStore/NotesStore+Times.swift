@@ -121,6 +121,10 @@ extension NotesStore {
         }
         var named: Set<EntryRef> = []
         for name in commit.addedNames where named.insert(name.entry).inserted {
+            // A new entry shows its mtime as its ctime with no row: the
+            // moment it was made. (Recording `time`, a few microseconds
+            // later, cost a row and a page of the log for every created file.)
+            if commit.madeAtTheirMtime.contains(name.entry) { continue }
             try recordStatusChange(db, name.entry, at: time)
         }
     }

@@ -56,9 +56,27 @@ struct NoteRow {
         bodySize = row.int64(18)
     }
 
+    /// The note, with its body and base only when it is not chunked and its
+    /// body is at most `limit` bytes (`whole`); otherwise both read as empty.
+    static func load(_ db: Connection, id: NoteID, bodyUpTo limit: Int64) throws -> (row: NoteRow, whole: Bool)? {
+        try db.queryOne(partialSelect, id.description, limit) { row in
+            NoteRow(row: row).map { ($0, row.bool(19)) }
+        } ?? nil
+    }
+
+    private static let partialSelect = """
+        SELECT seq, id, folder_id, title, CASE WHEN chunk_bytes = 0 AND body_size <= ?2 THEN body END, created_ns,
+            updated_ns, mode, deleted, server_version, base_exists, base_title,
+            CASE WHEN chunk_bytes = 0 AND body_size <= ?2 THEN base_body END, base_folder_id, local_rev, synced_rev,
+            conflict_of, chunk_bytes, body_size, chunk_bytes = 0 AND body_size <= ?2
+        FROM notes WHERE id = ?1
+        """
+
+    private static let select = "SELECT \(columns) FROM notes WHERE id = ?"
+
     /// The note with its whole body (joined from its chunks when it has them).
     static func load(_ db: Connection, id: NoteID) throws -> NoteRow? {
-        guard var row = try db.queryOne("SELECT \(columns) FROM notes WHERE id = ?", id.description, map: NoteRow.init)
+        guard var row = try db.queryOne(select, id.description, map: NoteRow.init)
             ?? nil
         else { return nil }
         if row.chunkBytes > 0 { row.body = try NoteChunks.assemble(db, seq: row.seq, size: row.bodySize) }
@@ -149,6 +167,8 @@ struct NameRow {
     var source: String
 
     static let columns = "seq, parent_key, name, entry_kind, entry_id, source"
+    private static let selectByName = "SELECT \(columns) FROM names WHERE parent_key = ? AND name = ?"
+    private static let selectByEntry = "SELECT \(columns) FROM names WHERE entry_kind = ? AND entry_id = ?"
 
     init?(row: Row) {
         guard let directory = DirectoryRef(key: row.string(1)),
@@ -162,14 +182,16 @@ struct NameRow {
     }
 
     static func find(_ db: Connection, in directory: DirectoryRef, name: String) throws -> NameRow? {
-        try db.queryOne(
-            "SELECT \(columns) FROM names WHERE parent_key = ? AND name = ?", directory.key, name
-        ) { NameRow(row: $0) } ?? nil
+        try db.queryOne(selectByName, directory.key, name) { NameRow(row: $0) } ?? nil
+    }
+
+    /// True when `directory` lists `name` (the unique index alone answers).
+    static func exists(_ db: Connection, in directory: DirectoryRef, name: String) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM names WHERE parent_key = ? AND name = ?", directory.key, name) { _ in true }
+            ?? false
     }
 
     static func find(_ db: Connection, entry: EntryRef) throws -> NameRow? {
-        try db.queryOne(
-            "SELECT \(columns) FROM names WHERE entry_kind = ? AND entry_id = ?", entry.kindCode, entry.idText
-        ) { NameRow(row: $0) } ?? nil
+        try db.queryOne(selectByEntry, entry.kindCode, entry.idText) { NameRow(row: $0) } ?? nil
     }
 }

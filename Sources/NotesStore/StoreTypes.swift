@@ -135,6 +135,9 @@ public struct Entry: Hashable, Sendable {
     public var subdirectories: Int = 0
     /// The ctime and atime kept on this machine (never synced).
     public var localTimes = LocalTimes()
+    /// The entry's inode number as a listing read it; nil when it has none
+    /// yet or was not read with one (lookups, attributes).
+    public var inode: UInt64? = nil
 
     /// Status change time (ctime), nanoseconds since 1970.
     public var changedNanoseconds: Int64 { localTimes.changed(modified: modifiedNanoseconds) }
@@ -225,6 +228,9 @@ public struct StoreCommit: Sendable {
     /// Sent changes the server's answers settled: text that was only this
     /// machine's is now the server's too (nothing visible changes when applied).
     public var settledChanges = 0
+    /// Entries made in this commit whose mtime is the moment they were made:
+    /// their ctime is that mtime, so naming them records no time of its own.
+    var madeAtTheirMtime: [EntryRef] = []
 
     public init(origin: Origin) { self.origin = origin }
 

@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteBatchedLog
 import Foundation
 
 /// One SQLite connection. It is not thread-safe: give it one owner, normally a
@@ -28,6 +29,9 @@ public final class Connection {
         public var busyTimeoutMilliseconds: Int32
         public var synchronous: Synchronous
         public var statementCacheLimit: Int
+        /// Batches the writes of each commit to the write-ahead log into two
+        /// (`CSQLiteBatchedLog`): SQLite makes two per page.
+        public var batchesLogWrites: Bool
 
         public init(
             mode: OpenMode = .readWriteCreate,
@@ -35,7 +39,8 @@ public final class Connection {
             foreignKeys: Bool = true,
             busyTimeoutMilliseconds: Int32 = 5_000,
             synchronous: Synchronous = .normal,
-            statementCacheLimit: Int = 128
+            statementCacheLimit: Int = 128,
+            batchesLogWrites: Bool = true
         ) {
             self.mode = mode
             self.walJournal = walJournal
@@ -43,15 +48,21 @@ public final class Connection {
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
             self.synchronous = synchronous
             self.statementCacheLimit = statementCacheLimit
+            self.batchesLogWrites = batchesLogWrites
         }
     }
 
     let handle: OpaquePointer
     /// The path the connection was opened with.
     public let path: String
-    private var statementCache: [String: Statement] = [:]
+    private var statementCache: [StatementKey: Statement] = [:]
     private let statementCacheLimit: Int
     private var savepointDepth = 0
+    /// `BEGIN IMMEDIATE`, `BEGIN DEFERRED`, `COMMIT` and `ROLLBACK`, prepared
+    /// once: two of them run for every write, and `sqlite3_exec` parsed
+    /// them again each time. Not counted in `work` (tests bound the
+    /// statements a query runs, not its transaction).
+    private var controlStatements = [OpaquePointer?](repeating: nil, count: ControlStatement.allCases.count)
     /// Counted by this connection's prepared statements (not `execute`).
     var work = WorkCounters()
 
@@ -65,7 +76,9 @@ public final class Connection {
         }
         if options.mode != .readOnly { Self.makePrivate(path, creating: options.mode == .readWriteCreate) }
         var opened: OpaquePointer?
-        let code = sqlite3_open_v2(path, &opened, flags, nil)
+        // Without the batching VFS (it could not be registered) the default one serves.
+        let vfs = options.batchesLogWrites ? csqlite_batched_log_vfs() : nil
+        let code = sqlite3_open_v2(path, &opened, flags, vfs)
         guard code == SQLITE_OK, let opened else {
             let message =
                 opened.map { String(cString: sqlite3_errmsg($0)) }
@@ -130,6 +143,7 @@ public final class Connection {
 
     deinit {
         statementCache.removeAll()
+        for statement in controlStatements { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -155,7 +169,8 @@ public final class Connection {
 
     /// Returns a prepared statement for `sql` from the cache, reset and ready to bind.
     public func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
-        if let statement = statementCache[sql] {
+        let key = StatementKey(sql: sql)
+        if let statement = statementCache[key] {
             statement.reset()
             return statement
         }
@@ -163,7 +178,7 @@ public final class Connection {
         if statementCache.count >= statementCacheLimit {
             statementCache.removeAll(keepingCapacity: true)
         }
-        statementCache[sql] = statement
+        statementCache[key] = statement
         return statement
     }
 
@@ -289,13 +304,13 @@ public final class Connection {
                 throw error
             }
         }
-        try execute("BEGIN IMMEDIATE")
+        try run(.beginImmediate)
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run(.commit)
             return result
         } catch {
-            if isInTransaction { try? execute("ROLLBACK") }
+            if isInTransaction { try? run(.rollback) }
             throw error
         }
     }
@@ -304,15 +319,49 @@ public final class Connection {
     /// in it sees one snapshot.
     public func readTransaction<T>(_ body: () throws -> T) throws -> T {
         if isInTransaction { return try body() }
-        try execute("BEGIN DEFERRED")
+        try run(.beginDeferred)
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run(.commit)
             return result
         } catch {
-            if isInTransaction { try? execute("ROLLBACK") }
+            if isInTransaction { try? run(.rollback) }
             throw error
         }
+    }
+
+    private enum ControlStatement: Int, CaseIterable {
+        case beginImmediate, beginDeferred, commit, rollback
+
+        var sql: String {
+            switch self {
+            case .beginImmediate: "BEGIN IMMEDIATE"
+            case .beginDeferred: "BEGIN DEFERRED"
+            case .commit: "COMMIT"
+            case .rollback: "ROLLBACK"
+            }
+        }
+    }
+
+    /// Runs a transaction control statement, prepared on first use.
+    private func run(_ control: ControlStatement) throws(SQLiteError) {
+        let statement: OpaquePointer
+        if let prepared = controlStatements[control.rawValue] {
+            statement = prepared
+        } else {
+            var made: OpaquePointer?
+            let code = sqlite3_prepare_v3(handle, control.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &made, nil)
+            guard code == SQLITE_OK, let made else { throw error(code: code, sql: control.sql) }
+            controlStatements[control.rawValue] = made
+            statement = made
+        }
+        let code = sqlite3_step(statement)
+        guard code == SQLITE_DONE else {
+            let failure = error(code: code, sql: control.sql)
+            sqlite3_reset(statement)
+            throw failure
+        }
+        sqlite3_reset(statement)
     }
 
     /// Makes every transaction committed so far survive power loss by syncing
@@ -411,6 +460,34 @@ public final class Connection {
 
 @available(*, unavailable)
 extension Connection: Sendable {}
+
+/// A statement cache key that hashes the SQL's length and a few words from
+/// its ends, not all of it: texts of up to 1.5 KB (the mount's entry queries)
+/// were hashed in full on every run. Equality still compares the whole text,
+/// so texts that share their ends only share a bucket.
+struct StatementKey: Hashable {
+    let sql: String
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.sql == rhs.sql }
+
+    func hash(into hasher: inout Hasher) {
+        let utf8 = sql.utf8
+        hasher.combine(utf8.count)
+        let sampled: Bool? = utf8.withContiguousStorageIfAvailable { bytes in
+            let raw = UnsafeRawBufferPointer(bytes)
+            guard raw.count >= 32 else {
+                hasher.combine(bytes: raw)
+                return true
+            }
+            hasher.combine(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 16, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+            return true
+        }
+        if sampled == nil { hasher.combine(sql) }
+    }
+}
 
 /// Work a connection did: statements run, rows returned, SQLite virtual
 /// machine steps (which grow with the rows a statement visits, returned or

@@ -58,16 +58,17 @@ public final class Statement {
         case .real(let number):
             code = sqlite3_bind_double(handle, index, number)
         case .text(let text):
-            // An explicit byte length keeps text with NUL characters whole.
-            var utf8 = Array(text.utf8)
-            if utf8.isEmpty { utf8 = [0] }
-            let length = sqlite3_uint64(text.utf8.count)
-            code = utf8.withUnsafeBufferPointer { buffer in
-                buffer.baseAddress.map { base in
-                    base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { pointer in
-                        sqlite3_bind_text64(handle, index, pointer, length, csqlite_transient(), UInt8(SQLITE_UTF8))
-                    }
-                } ?? SQLITE_NOMEM
+            // An explicit byte length keeps text with NUL characters whole;
+            // the string's own UTF-8 is bound (SQLite copies it), no array made.
+            var text = text
+            code = text.withUTF8 { buffer in
+                guard let base = buffer.baseAddress, buffer.count > 0 else {
+                    return sqlite3_bind_text64(handle, index, "", 0, csqlite_transient(), UInt8(SQLITE_UTF8))
+                }
+                return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { pointer in
+                    sqlite3_bind_text64(
+                        handle, index, pointer, sqlite3_uint64(buffer.count), csqlite_transient(), UInt8(SQLITE_UTF8))
+                }
             }
         case .blob(let data):
             code = data.withUnsafeBytes { buffer in
