@@ -139,7 +139,7 @@ import Testing
         #expect(try Self.storedBlobBytes(fixture.databasePath) == 0)
     }
 
-    @Test func openingTheStoreSweepsOrphansAndTakesEachFilesOwnSize() throws {
+    @Test func openingTheStoreSweepsOrphansAndTakesEachFilesOwnSize() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
@@ -159,12 +159,26 @@ import Testing
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(utf8: "AB"))
         try handle.close()
+        // As when the first process has ended: the store is gone once no one
+        // holds its directory (a background prune scheduled at open may keep
+        // it a moment longer, and a store that is not alone never sweeps).
+        #expect(try await waitUntil { Self.nobodyHoldsDirectory(localPath) }, "the first store let go")
 
         let store = try NotesStore(path: path)
         #expect(try FileManager.default.contentsOfDirectory(atPath: localPath) == [live])
         let entry = try #require(try store.lookup(in: .root, name: "a.tmp"))
         #expect(entry.size == 12)
         #expect(try store.contents(of: entry.ref) == Data(utf8: "0123456789AB"))
+    }
+
+    /// True when no store holds `path` (a store keeps its local-files directory locked while open).
+    static func nobodyHoldsDirectory(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+        flock(descriptor, LOCK_UN)
+        return true
     }
 
     @Test func anotherStoreOpenOnTheSameDatabaseNeverSweepsFilesStillBeingMade() throws {
