@@ -133,7 +133,9 @@ struct SyncCommand: Command {
             let reason = line.hasPrefix("failed ") ? String(line.dropFirst("failed ".count)) : line
             // Another account's token: retrying cannot help until the user acts.
             if reason.hasPrefix("sync is off: ") { throw CommandError.failed(reason + " Your notes are safe locally.") }
-            throw CommandError.failed("sync failed: \(reason). Your notes are safe locally; it retries by itself.")
+            // A reason may end in its own question mark ("is the URL right?").
+            let sentence = reason.hasSuffix("?") || reason.hasSuffix(".") ? reason : reason + "."
+            throw CommandError.failed("sync failed: \(sentence) Your notes are safe locally; it retries by itself.")
         case nil:
             throw CommandError.failed("the mount closed the connection without an answer; see mount.log")
         }
