@@ -24,6 +24,10 @@ final class InodeTable: Sendable {
         /// The store's `kernelViewGeneration` as of the last time the kernel
         /// learned this file's size: writes are judged against it.
         var view: UInt64 = 0
+        /// The oldest `view` a read of this file was served through since
+        /// the kernel last wrote it: a program may hold text that old, even
+        /// after a later reply told the kernel a newer size.
+        var readView: UInt64?
     }
 
     private struct State {
@@ -106,6 +110,31 @@ final class InodeTable: Sendable {
     /// What the kernel last learned of `inode`; nil when it holds no such inode.
     func view(of inode: UInt64) -> UInt64? {
         state.withLock { $0.nodes[inode]?.view }
+    }
+
+    /// The view a read of `inode` is served through (what the kernel last
+    /// learned), remembered as one a program may still hold when it writes.
+    func viewForRead(of inode: UInt64) -> UInt64? {
+        state.withLock { state in
+            guard var node = state.nodes[inode] else { return nil }
+            node.readView = min(node.readView ?? node.view, node.view)
+            state.nodes[inode] = node
+            return node.view
+        }
+    }
+
+    /// The view a write to `inode` is judged by: the oldest of what the kernel
+    /// last learned and what reads were served through since it last wrote.
+    /// The next write starts afresh (a save through a stale view carries its
+    /// own view from its first write on).
+    func viewForWrite(of inode: UInt64) -> UInt64? {
+        state.withLock { state in
+            guard var node = state.nodes[inode] else { return nil }
+            let view = min(node.readView ?? node.view, node.view)
+            node.readView = nil
+            state.nodes[inode] = node
+            return view
+        }
     }
 
     /// Binds `inode` to `ref` without counting a lookup (after a rename, the

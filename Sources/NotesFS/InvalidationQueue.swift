@@ -39,16 +39,30 @@ public final class InvalidationQueue: Sendable {
     private let tick: @Sendable () -> [Invalidation]
     /// How often `tick` runs when nothing else happens.
     static let tickSeconds = 0.5
+    /// `NOTESFS_INVALIDATION_DELAY_MS`: fault injection for tests, which hold
+    /// each batch this long before sending it, as a busy scheduler can, to
+    /// widen the window in which the kernel still holds a pulled note's old size.
+    public static let delayVariable = "NOTESFS_INVALIDATION_DELAY_MS"
+    private let delaySeconds: Double
 
     /// `send` performs one notification and returns 0 or -errno; `tick` runs
     /// about every `tickSeconds` on the same thread and may add work.
     public init(
-        log: MountLog, tick: @escaping @Sendable () -> [Invalidation] = { [] },
+        log: MountLog, delaySeconds: Double = 0, tick: @escaping @Sendable () -> [Invalidation] = { [] },
         send: @escaping @Sendable (Invalidation) -> Int32
     ) {
         self.send = send
         self.log = log
         self.tick = tick
+        self.delaySeconds = delaySeconds
+    }
+
+    /// The delay `NOTESFS_INVALIDATION_DELAY_MS` asks for (0 when unset or not a number).
+    public static func delayFromEnvironment() -> Double {
+        guard let text = ProcessInfo.processInfo.environment[delayVariable], let milliseconds = Double(text),
+            milliseconds > 0, milliseconds <= 60_000
+        else { return 0 }
+        return milliseconds / 1000
     }
 
     /// Starts the sending thread.
@@ -138,6 +152,7 @@ public final class InvalidationQueue: Sendable {
                 }
                 guard let batch else { return }
                 if batch.isEmpty { break }
+                if delaySeconds > 0 { Thread.sleep(forTimeInterval: delaySeconds) }
                 for item in batch {
                     let result = send(item)
                     if result != 0 && result != -ENOENT {

@@ -93,7 +93,7 @@ extension NotesFileSystem {
         case .file(_, _, let snapshot?):
             return Self.slice(snapshot.content, offset: offset, count: wanted)
         case .file:
-            return try store.read(try resolve(inode), offset: offset, count: wanted)
+            return try store.read(try resolve(inode), offset: offset, count: wanted, view: inodes.viewForRead(of: inode))
         case .directory:
             throw FileSystemError.isADirectory
         case nil:
@@ -105,7 +105,7 @@ extension NotesFileSystem {
             if let snapshot = inodes.snapshot(of: inode) {
                 return Self.slice(snapshot.content, offset: offset, count: wanted)
             }
-            return try store.read(try resolve(inode), offset: offset, count: wanted)
+            return try store.read(try resolve(inode), offset: offset, count: wanted, view: inodes.viewForRead(of: inode))
         }
     }
 
@@ -126,7 +126,7 @@ extension NotesFileSystem {
             if inodes.updateSnapshot(inode, { Self.write(data, at: offset, into: &$0) }) != nil {
                 return data.count
             }
-            try storeWrite(inode: inode, offset: offset, bytes: data, append: flags.append, view: inodes.view(of: inode))
+            try storeWrite(inode: inode, offset: offset, bytes: data, append: flags.append, view: inodes.viewForWrite(of: inode))
             return data.count
         }
         switch handles.handle(handle) {
@@ -142,7 +142,7 @@ extension NotesFileSystem {
             }
             // Stale when a change landed after the open or after the kernel
             // last learned the size, whichever came first.
-            let views = [handles.view(of: handle), inodes.view(of: inode)].compactMap { $0 }
+            let views = [handles.view(of: handle), inodes.viewForWrite(of: inode)].compactMap { $0 }
             try storeWrite(
                 inode: inode, offset: offset, bytes: data, append: openFlags.append || flags.append, view: views.min())
             return data.count

@@ -257,7 +257,7 @@ public final class NotesFileSystem: FileSystemOperations {
         // As for a write: stale when a change landed after the handle was
         // opened (ftruncate sends its handle) or after the kernel last
         // learned the size, whichever came first.
-        let views = [handle.flatMap { handles.view(of: $0) }, inodes.view(of: inode)].compactMap { $0 }
+        let views = [handle.flatMap { handles.view(of: $0) }, inodes.viewForWrite(of: inode)].compactMap { $0 }
         if let size = changes.size,
             try store.truncate(ref, to: Int64(clamping: size), view: views.min())
         {

@@ -31,7 +31,9 @@ public final class NotesMount: Sendable {
             folderAttributesBox.cache?.invalidateAll()
         }
         _ = externalChanges.check()  // the baseline, before anything is served
-        let invalidations = InvalidationQueue(log: log, tick: { externalChanges.check() }) { item in
+        let delay = InvalidationQueue.delayFromEnvironment()
+        if delay > 0 { log.warning("holding each kernel invalidation \(delay) s (\(InvalidationQueue.delayVariable), for tests)") }
+        let invalidations = InvalidationQueue(log: log, delaySeconds: delay, tick: { externalChanges.check() }) { item in
             mounterBox.mounter?.notify(item) ?? -ENOTCONN
         }
         self.invalidations = invalidations

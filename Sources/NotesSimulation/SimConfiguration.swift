@@ -28,6 +28,10 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The mount hands the store no kernel view: writes and truncations
     /// apply at the kernel's offsets, whatever was pulled since.
     case ignoreKernelView
+    /// The mount serves a read through a stale kernel view from the note's
+    /// current text, which the kernel cuts at the old size it still holds: a
+    /// program reads a text that never existed (SimKernel.swift).
+    case readsIgnoreKernelView
     /// The scheduler's debounce never ends: a local change starts no run by
     /// itself (SimWorld+Scheduler.swift).
     case debounceNeverFires

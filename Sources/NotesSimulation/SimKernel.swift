@@ -43,6 +43,8 @@ final class SimKernel: @unchecked Sendable {
         var knowledge: UInt64 = 0
         /// The mount's view of this inode: the newest reply it sent, taken or not.
         var mountView: UInt64 = 0
+        /// The oldest `mountView` the mount served a read through since the kernel last wrote.
+        var mountReadView: UInt64?
     }
 
     struct EntryKey: Hashable {
@@ -340,8 +342,13 @@ final class SimKernel: @unchecked Sendable {
         if content.count > inode.size { content = content.prefix(Int(inode.size)) }
         if content.count < inode.size {
             let missing = Int(inode.size) - content.count
-            let read = try request {
-                try $0.read(inode: open.inode, handle: open.handle, offset: Int64(content.count), count: missing)
+            let offset = Int64(content.count)
+            inodes[open.inode]?.mountReadView = min(inode.mountReadView ?? inode.mountView, inode.mountView)
+            let read = try request { operations in
+                if world.breakage == .readsIgnoreKernelView, let ref = inode.ref {
+                    return try store.read(ref, offset: offset, count: missing)
+                }
+                return try operations.read(inode: open.inode, handle: open.handle, offset: offset, count: missing)
             }
             content.append(read)
             // A short read: the kernel takes it as the end of the file.
@@ -383,6 +390,7 @@ final class SimKernel: @unchecked Sendable {
             }
         }
         overtakeOthers(than: descriptor, inode: open.inode)
+        inodes[open.inode]?.mountReadView = nil
         // fuse_write_update_attr: the size grows to the write's end, the attributes go stale.
         let end = offset + Int64(bytes.count)
         inodes[open.inode]?.size = max(inode.size, end)
@@ -419,6 +427,7 @@ final class SimKernel: @unchecked Sendable {
             inodes[open.inode]?.size = size
         }
         overtakeOthers(than: descriptor, inode: open.inode)
+        inodes[open.inode]?.mountReadView = nil
         if let pages = inodes[open.inode]?.pages, pages.count > size {
             inodes[open.inode]?.pages = pages.prefix(Int(size))
         }
@@ -431,7 +440,8 @@ final class SimKernel: @unchecked Sendable {
     /// stat after the pull); the simulation does not make such writes.
     func isInKnownGap(_ descriptor: Int) -> Bool {
         guard let open = descriptors[descriptor], let inode = inodes[open.inode] else { return false }
-        let judged = opensSkipped ? inode.mountView : min(open.handleView, inode.mountView)
+        let mountView = min(inode.mountReadView ?? inode.mountView, inode.mountView)
+        let judged = opensSkipped ? mountView : min(open.handleView, mountView)
         return open.refs.contains { ref in (pulledChanges[ref] ?? []).contains { $0 > open.knowledge && $0 <= judged } }
     }
 

@@ -182,9 +182,18 @@ extension NotesStore {
         }
     }
 
-    /// Up to `count` bytes of a note or local file from `offset`.
-    public func read(_ ref: EntryRef, offset: Int64, count: Int) throws(StoreError) -> Data {
+    /// Up to `count` bytes of a note or local file from `offset`. `view` is
+    /// the `kernelViewGeneration` read before the kernel last learned the
+    /// file's size (nil when the reader is not the kernel): a read through a
+    /// view that a pull has since made stale is served from the text that view
+    /// saw, the text whose size the kernel still holds (see `KernelViewLedger`).
+    public func read(_ ref: EntryRef, offset: Int64, count: Int, view: UInt64? = nil) throws(StoreError) -> Data {
         guard offset >= 0, count >= 0 else { throw .invalidName("negative offset or count") }
+        if case .note(let id) = ref, let seen = textSeen(byKernelView: view, of: id) {
+            guard offset < Int64(seen.count) else { return Data() }
+            let start = seen.startIndex + Int(offset)
+            return seen.subdata(in: start..<start + min(count, seen.endIndex - start))
+        }
         let whole = try readOneStatement { db -> Data? in
             let data: Data?
             switch ref {

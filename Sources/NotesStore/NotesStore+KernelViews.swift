@@ -46,6 +46,21 @@ extension NotesStore {
         }
     }
 
+    /// The text the kernel's view `view` of note `id` saw, when a change
+    /// (a pull, a merge) has replaced it since; nil when the view is current,
+    /// cannot be judged, or a save through a stale view is under way (it reads
+    /// what it wrote). Until the kernel learns the new size, it cuts every
+    /// read at the old one: serving it the current text would hand programs
+    /// a text that never existed (the new text cut short), and their next
+    /// save would be merged against the old text as if they had seen it,
+    /// dropping the tail they were never shown.
+    func textSeen(byKernelView view: UInt64?, of id: NoteID) -> Data? {
+        guard let view, kernelViews.session(of: id, now: now) == nil,
+            case .stale(let seen) = kernelViews.judge(id, view: view)
+        else { return nil }
+        return seen
+    }
+
     /// Applies `change` to the writer's text when `row` is written through a
     /// stale view (or by a kernel writer already in such a session) and
     /// returns the note's new size; nil when the write applies as it is (a

@@ -26,12 +26,12 @@ final class SyncCluster: @unchecked Sendable {
     }
 
     @discardableResult
-    func addMount(name: String, tokenPath: String? = nil) throws -> MountFixture {
+    func addMount(name: String, tokenPath: String? = nil, environment: [String: String] = [:]) throws -> MountFixture {
         let mount = try MountFixture(mount: false)
         mounts.append(mount)
-        try mount.mount(extraArguments: [
-            "--server", server.url, "--token-file", tokenPath ?? self.tokenPath, "--device-name", name,
-        ])
+        try mount.mount(
+            extraArguments: ["--server", server.url, "--token-file", tokenPath ?? self.tokenPath, "--device-name", name],
+            environment: environment)
         return mount
     }
 

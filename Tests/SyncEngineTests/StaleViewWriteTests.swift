@@ -114,6 +114,46 @@ import Testing
         }
     }
 
+    @Test func aRewriteOfWhatWasReadBeforeTheKernelLearnedOfAPullKeepsThePulledLines() throws {
+        // b's invalidations are held 3 s (as a busy machine can): after the
+        // pull, its kernel keeps the old size that long.
+        let cluster = try SyncCluster(mounts: 1)
+        defer { cluster.remove() }
+        let b = try cluster.addMount(name: "device1", environment: ["NOTESFS_INVALIDATION_DELAY_MS": "3000"])
+        let a = cluster.mounts[0]
+        let version = try sharedNote(cluster, "1\n2\n3\n")
+        Thread.sleep(forTimeInterval: 3.5)  // every invalidation so far has reached b's kernel
+        // b's kernel learns the size (6 bytes, valid 10 s) and drops the pages.
+        let forget = """
+            import os
+            fd = os.open("n.md", os.O_RDONLY)
+            os.fstat(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+            """
+        _ = try b.checkedShell("python3 -c '\(forget)'")
+        _ = try cluster.shell(a, "printf '0\\n1\\n2\\n3\\n' > n.md")
+        try waitForPull(cluster, past: version)
+        // Before the invalidation arrives, a program reads the note and
+        // rewrites it with one more line.
+        let rewrite = """
+            import os
+            seen = open("n.md", "rb").read()
+            open("../b-seen", "wb").write(seen)
+            fd = os.open("n.md", os.O_RDWR)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, seen + b"B\\n", 0)
+            os.close(fd)
+            """
+        _ = try b.checkedShell("python3 -c '\(rewrite)'")
+        let seen = try String(contentsOfFile: b.mountpoint + "/../b-seen", encoding: .utf8)
+        #expect(seen == "1\n2\n3\n", "the program reads the text whose size its kernel holds, never the new one cut short")
+        for mount in [a, b] {
+            try waitForText(cluster, mount, "0\n1\n2\n3\nB\n")
+        }
+        #expect(SyncCluster.names(a) == ["n.md"], "no conflict copy")
+    }
+
     @Test func aRewriteThroughAStaleViewThatClashesKeepsBothTexts() throws {
         let cluster = try SyncCluster(mounts: 2)
         defer { cluster.remove() }

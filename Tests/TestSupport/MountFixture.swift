@@ -83,10 +83,13 @@ public final class MountFixture: @unchecked Sendable {
         try mount(extraArguments: [])
     }
 
-    /// Runs `notesfs mount` with more flags (`--server`, `--token-file`, …).
-    public func mount(extraArguments: [String]) throws {
+    /// Runs `notesfs mount` with more flags (`--server`, `--token-file`, …)
+    /// and more environment variables for the daemon.
+    public func mount(extraArguments: [String], environment: [String: String] = [:]) throws {
         guard let binary = Self.binaryPath else { throw Failure("notesfs binary not found") }
-        let result = try Self.run([binary, "mount", mountpoint, "--data", dataDirectory] + extraArguments)
+        let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let command = (variables.isEmpty ? [] : ["/usr/bin/env"] + variables) + [binary]
+        let result = try Self.run(command + ["mount", mountpoint, "--data", dataDirectory] + extraArguments)
         guard result.status == 0 else {
             throw Failure("notesfs mount failed (\(result.status)): \(result.standardError) \(logTail())")
         }
