@@ -35,6 +35,8 @@ public struct RevertStep: Sendable, Hashable {
     }
 
     public var action: Action
+    /// The note or folder (for `create`, the id it had; the new one differs).
+    public var id: UUID
     public var isFolder: Bool
     /// The path now (for `restore` and `create`, the path it comes back at).
     public var path: String
@@ -125,15 +127,22 @@ extension NotesStore {
         case none
     }
 
-    /// The steps of a revert, in the order they apply: folders parents
-    /// first (so notes have somewhere to go), notes, then what was made
-    /// after the moment (notes to the trash, then empty folders, deepest first).
+    /// The steps of a revert, in the order they apply: notes made after the
+    /// moment go to the trash first (a server with a note limit then never
+    /// sees more notes than it held at the moment), then folders, parents
+    /// first (so notes have somewhere to go), notes, and last the folders
+    /// made after the moment that are now empty, deepest first.
     private func plannedRevert(
         _ db: Connection, past: [PastEntity], within paths: [String]
     ) throws -> [(step: RevertStep, operation: RevertOperation)] {
         let scope = RevertScope(paths)
         let moment = PastTree(past)
         var planned: [(step: RevertStep, operation: RevertOperation)] = []
+        let liveNotes = try db.query("SELECT id FROM notes WHERE deleted = 0 ORDER BY seq") { NoteID($0.string(0)) }
+        for case let id? in liveNotes where moment.notes[id.uuid] == nil {
+            guard let path = try currentPath(db, .note(id)), scope.contains(path) else { continue }
+            planned.append((RevertStep(action: .delete, id: id.uuid, isFolder: false, path: path), .deleteNote(id)))
+        }
         for (id, folder) in moment.foldersByDepth {
             let folderID = FolderID(id)
             guard try scope.contains(moment.path(ofFolder: id)) || scope.contains(currentPath(db, .folder(folderID)))
@@ -146,11 +155,6 @@ extension NotesStore {
             else { continue }
             if let change = try noteChange(db, noteID, to: note, moment: moment) { planned.append(change) }
         }
-        let liveNotes = try db.query("SELECT id FROM notes WHERE deleted = 0 ORDER BY seq") { NoteID($0.string(0)) }
-        for case let id? in liveNotes where moment.notes[id.uuid] == nil {
-            guard let path = try currentPath(db, .note(id)), scope.contains(path) else { continue }
-            planned.append((RevertStep(action: .delete, isFolder: false, path: path), .deleteNote(id)))
-        }
         var lateFolders: [(path: String, id: FolderID)] = []
         for case let id? in try db.query("SELECT id FROM folders WHERE deleted = 0 ORDER BY seq", map: { FolderID($0.string(0)) })
         where moment.folders[id.uuid] == nil {
@@ -161,7 +165,7 @@ extension NotesStore {
         for (path, id) in lateFolders.sorted(by: { $0.path.count > $1.path.count }) {
             let keepsFiles = try holdsAnythingBut(db, folder: id, leaving: leaving, notesGoing: notesGoing)
             planned.append((
-                RevertStep(action: keepsFiles ? .keep : .delete, isFolder: true, path: path),
+                RevertStep(action: keepsFiles ? .keep : .delete, id: id.uuid, isFolder: true, path: path),
                 keepsFiles ? .none : .deleteFolder(id)
             ))
         }
@@ -176,7 +180,7 @@ extension NotesStore {
             // Made again at its path, it gets the id its parent and name give
             // (the one it had, unless it was renamed since it was made).
             let sameID = FolderTree.derivedFolderID(parent: folder.parentID, name: folder.name) == id
-            return (RevertStep(action: sameID ? .restore : .create, isFolder: true, path: target), .makeFolder(id, folder))
+            return (RevertStep(action: sameID ? .restore : .create, id: id.uuid, isFolder: true, path: target), .makeFolder(id, folder))
         }
         guard row.deleted || row.content != folder else { return nil }
         if let parent = folder.parentID {
@@ -188,9 +192,9 @@ extension NotesStore {
         }
         let operation = RevertOperation.putFolder(id, folder, revives: row.deleted)
         guard !row.deleted, let before = try currentPath(db, .folder(id)) else {
-            return (RevertStep(action: .restore, isFolder: true, path: target), operation)
+            return (RevertStep(action: .restore, id: id.uuid, isFolder: true, path: target), operation)
         }
-        return (RevertStep(action: .edit, isFolder: true, path: before, newPath: before == target ? nil : target), operation)
+        return (RevertStep(action: .edit, id: id.uuid, isFolder: true, path: before, newPath: before == target ? nil : target), operation)
     }
 
     private func noteChange(
@@ -198,15 +202,15 @@ extension NotesStore {
     ) throws -> (step: RevertStep, operation: RevertOperation)? {
         let target = moment.path(ofNote: id.uuid)
         guard let row = try NoteRow.load(db, id: id) else {
-            return (RevertStep(action: .create, isFolder: false, path: target), .insertNote(note))
+            return (RevertStep(action: .create, id: id.uuid, isFolder: false, path: target), .insertNote(note))
         }
-        if row.deleted { return (RevertStep(action: .restore, isFolder: false, path: target), .reviveNote(id, note)) }
+        if row.deleted { return (RevertStep(action: .restore, id: id.uuid, isFolder: false, path: target), .reviveNote(id, note)) }
         guard row.content != note else { return nil }
         let before = try currentPath(db, .note(id)) ?? target
         let (added, removed) = Self.lineChanges(from: row.body, to: note.body)
         return (
             RevertStep(
-                action: .edit, isFolder: false, path: before, newPath: before == target ? nil : target,
+                action: .edit, id: id.uuid, isFolder: false, path: before, newPath: before == target ? nil : target,
                 linesAdded: added, linesRemoved: removed),
             .editNote(id, note)
         )

@@ -66,7 +66,7 @@ import Testing
         #expect(try text(store, "todo.md") == "buy milk\n")
         #expect(try store.lookup(in: .root, name: "Job") == nil)
         #expect(try store.noteID(atPath: "Work/plan.md") == plan && store.noteID(atPath: "todo.md") == todo)
-        #expect(try store.trashEntries().map(\.path) == ["Work/later.md"], "what came later is in the trash")
+        #expect(try store.trashEntries().map(\.path) == ["Job/later.md"], "what came later is in the trash, where it was")
         #expect(try store.revertPlan(to: past, within: []).isEmpty, "a second revert has nothing to do")
     }
 
