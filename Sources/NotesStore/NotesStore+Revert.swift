@@ -183,13 +183,6 @@ extension NotesStore {
             return (RevertStep(action: sameID ? .restore : .create, id: id.uuid, isFolder: true, path: target), .makeFolder(id, folder))
         }
         guard row.deleted || row.content != folder else { return nil }
-        if let parent = folder.parentID {
-            let cycle = FolderTree.wouldCreateCycle(moving: id, to: parent) { id in
-                guard let parent = try? FolderRow.load(db, id: id) else { return nil }
-                return .some(parent.parentID)
-            }
-            if cycle { throw StoreError.wouldCreateCycle(folder.name) }
-        }
         let operation = RevertOperation.putFolder(id, folder, revives: row.deleted)
         guard !row.deleted, let before = try currentPath(db, .folder(id)) else {
             return (RevertStep(action: .restore, id: id.uuid, isFolder: true, path: target), operation)
@@ -221,6 +214,16 @@ extension NotesStore {
         _ db: Connection, _ id: FolderID, _ folder: FolderContent, revives: Bool, commit: inout StoreCommit
     ) throws {
         guard let row = try FolderRow.load(db, id: id) else { return }
+        // Checked as the folders move (parents first): a folder and its old
+        // child may trade places. A cycle left here means a folder outside
+        // the revert's paths now sits below this one.
+        if let parent = folder.parentID {
+            let cycle = FolderTree.wouldCreateCycle(moving: id, to: parent) { id in
+                guard let parent = try? FolderRow.load(db, id: id) else { return nil }
+                return .some(parent.parentID)
+            }
+            if cycle { throw StoreError.wouldCreateCycle(folder.name) }
+        }
         try db.run(
             """
             UPDATE folders SET deleted = 0, name = ?, parent_id = ?, updated_ns = ?, local_rev = local_rev + 1

@@ -108,6 +108,23 @@ import Testing
         #expect(try store.lookup(in: code, name: "notes.md") == nil)
     }
 
+    @Test func twoFoldersThatTradedPlacesTradeBack() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let outer = try store.makeFolders(path: ["A", "B"])
+        _ = try store.createNote(in: outer, title: "n.md", body: Data(utf8: "n\n"))
+        let past = try snapshot(fixture)
+        // A/B becomes B/A.
+        _ = try store.rename(from: try #require(store.lookup(in: .root, name: "A")?.ref.directory), name: "B", to: .root, newName: "B")
+        _ = try store.rename(from: .root, name: "A", to: try #require(store.lookup(in: .root, name: "B")?.ref.directory), newName: "A")
+        #expect(try text(store, "B/n.md") == "n\n")
+
+        try store.revert(to: past, within: [])
+        #expect(try text(store, "A/B/n.md") == "n\n")
+        #expect(try store.lookup(in: .root, name: "B") == nil)
+    }
+
     @Test func linesAddedAndRemovedAreCountedAsLines() {
         #expect(NotesStore.lineChanges(from: Data(utf8: "a\nb\n"), to: Data(utf8: "a\nb\nc\n")) == (1, 0))
         #expect(NotesStore.lineChanges(from: Data(utf8: "a\nb"), to: Data(utf8: "a\n")) == (0, 1))
