@@ -160,10 +160,8 @@ extension NotesStore {
         where moment.folders[id.uuid] == nil {
             if let path = try currentPath(db, .folder(id)), scope.contains(path) { lateFolders.append((path, id)) }
         }
-        let leaving = Set(lateFolders.map(\.id))
-        let notesGoing = Set(liveNotes.compactMap { $0 }).subtracting(moment.notes.keys.map { NoteID($0) })
         for (path, id) in lateFolders.sorted(by: { $0.path.count > $1.path.count }) {
-            let keepsFiles = try holdsAnythingBut(db, folder: id, leaving: leaving, notesGoing: notesGoing)
+            let keepsFiles = try holdsLocalFiles(db, folder: id)
             planned.append((
                 RevertStep(action: keepsFiles ? .keep : .delete, id: id.uuid, isFolder: true, path: path),
                 keepsFiles ? .none : .deleteFolder(id)
@@ -241,20 +239,16 @@ extension NotesStore {
         try path(db, of: ref).map { String($0.drop(while: { $0 == "/" })) }
     }
 
-    /// True when `folder` holds anything that stays (a note not going, a
-    /// folder not in `leaving`, a local-only file): it cannot go.
-    private func holdsAnythingBut(
-        _ db: Connection, folder: FolderID, leaving: Set<FolderID>, notesGoing: Set<NoteID>
-    ) throws -> Bool {
+    /// True when `folder` (made after the moment) holds local-only files
+    /// anywhere below it: it stays. Every note and folder in it goes, either
+    /// to the trash (made after the moment too) or back where it was then.
+    private func holdsLocalFiles(_ db: Connection, folder: FolderID) throws -> Bool {
         let children = try db.query(
             "SELECT entry_kind, entry_id FROM names WHERE parent_key = ?", DirectoryRef.folder(folder).key
         ) { ($0.string(0), $0.string(1)) }
         for (kind, text) in children {
-            if kind == "note", let id = NoteID(text), notesGoing.contains(id) { continue }
-            guard kind == "folder", let child = FolderID(text), leaving.contains(child) else {
-                return true
-            }
-            if try holdsAnythingBut(db, folder: child, leaving: leaving, notesGoing: notesGoing) { return true }
+            if kind == "local" { return true }
+            if kind == "folder", let child = FolderID(text), try holdsLocalFiles(db, folder: child) { return true }
         }
         return false
     }
