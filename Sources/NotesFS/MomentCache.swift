@@ -195,8 +195,8 @@ final class MomentCache: Sendable {
                 line += " It may be incomplete: it holds what this machine had seen by then, at the names"
                     + " and folders it knows now."
                 if laterTexts > 0 {
-                    line += " \(laterTexts) note\(laterTexts == 1 ? "" : "s") changed since with no older copy kept"
-                        + " here, and show\(laterTexts == 1 ? "s" : "") a later text."
+                    line += " \(laterTexts) note\(laterTexts == 1 ? "" : "s") changed or deleted since with no older"
+                        + " copy kept here, and may show a later text."
                 }
                 lines.append(line)
             }

@@ -16,6 +16,8 @@ enum CommandLineTool {
         ExportCommand.self,
         RestoreCommand.self,
         TrashCommand.self,
+        LogCommand.self,
+        ShowCommand.self,
         ConflictsCommand.self,
         ServeCommand.self,
         AccountCommand.self,
