@@ -19,7 +19,7 @@ struct LogCommand: Command {
         path it had (see 'notesfs trash list').
         The versions come from the server's history (kept 30 days by default).
         The server names machines by id only: this one shows as 'this machine',
-        another as 'device' and the first digits of its id. Without a server,
+        another as 'device' and the last digits of its id. Without a server,
         or when it cannot be reached, the list is this machine's view only: the
         note's text now and the older texts the local history kept (see
         'notesfs restore'). Print one version with 'notesfs show PATH@TIME'.

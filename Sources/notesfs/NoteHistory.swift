@@ -68,7 +68,8 @@ struct NoteHistory {
     func deviceWords(_ device: DeviceID?) throws -> String {
         guard let device else { return "unknown device" }
         if device == (try store.device().id) { return "this machine" }
-        return "device " + String(device.description.prefix(8))
+        // The last digits: a time-ordered id begins with its creation time.
+        return "device " + String(device.description.suffix(8))
     }
 
     /// The tree of `at` from this machine's records.
