@@ -131,7 +131,7 @@ struct ControlDirectory: Sendable {
     func attributes(_ node: Node, uid: UInt32, gid: UInt32) throws -> FileAttributes {
         let now = NotesFileSystem.nowNanoseconds()
         switch node {
-        case .root, .history, .trash, .trashDirectory:
+        case .root, .history, .trash, .trashDirectory, .at:
             // `.notesfs` holds three subdirectories, `history`, `trash` and `at`.
             return FileAttributes(
                 inode: Self.inode(node), kind: .directory, size: 0, permissions: 0o555,
@@ -142,10 +142,6 @@ struct ControlDirectory: Sendable {
         case .trashItem(let seq):
             guard let entry = try store.trashEntry(seq) else { throw FileSystemError.notFound }
             return Self.attributes(of: entry, uid: uid, gid: gid)
-        case .at:
-            return FileAttributes(
-                inode: Self.inode(node), kind: .directory, size: 0, permissions: 0o555, linkCount: 2, uid: uid,
-                gid: gid, accessTimeNanoseconds: now, modificationTimeNanoseconds: now, changeTimeNanoseconds: now)
         case .moment(let number, let index):
             return try momentAttributes(number, index, uid: uid, gid: gid)
         default:

@@ -1,9 +1,9 @@
 import Foundation
 
 /// A moment named the way people write it, in this machine's time zone:
-/// `2026-12-03T13:10`, `2026-12-03T13:10:05`, or a date alone
-/// `2026-12-03` (its midnight). Used by `.notesfs/at/<moment>/`,
-/// `notesfs show PATH@<moment>` and `notesfs log`.
+/// `2026-12-03T13:10`, `2026-12-03T13:10:05` (a space may stand for the
+/// `T`), or a date alone `2026-12-03` (its midnight). Used by
+/// `.notesfs/at/<moment>/`, `notesfs show PATH@<moment>` and `notesfs revert`.
 public enum MomentTime {
     /// How a moment is written, for error messages.
     public static let syntax = "YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS (local time)"
@@ -28,7 +28,7 @@ public enum MomentTime {
         else { return nil }
         var hour = 0, minute = 0, second = 0
         if bytes.count > 10 {
-            guard bytes[10] == UInt8(ascii: "T"), let parsedHour = number(11..<13), bytes[13] == UInt8(ascii: ":"),
+            guard bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " "), let parsedHour = number(11..<13), bytes[13] == UInt8(ascii: ":"),
                 let parsedMinute = number(14..<16)
             else { return nil }
             hour = parsedHour
@@ -65,8 +65,10 @@ public enum MomentTime {
             + "\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second))"
     }
 
-    /// `date` in the form `parse` reads back, to the second (`2026-12-03T13:10:05`).
-    public static func name(_ date: Date, timeZone: TimeZone = .current) -> String {
-        localText(date, timeZone: timeZone).replacingOccurrences(of: " ", with: "T")
+    /// `date` in the form `parse` reads back, to the second
+    /// (`2026-12-03T13:10:05`), or to the minute it falls in.
+    public static func name(_ date: Date, seconds: Bool = true, timeZone: TimeZone = .current) -> String {
+        let text = localText(date, timeZone: timeZone).replacingOccurrences(of: " ", with: "T")
+        return seconds ? text : String(text.dropLast(3))
     }
 }

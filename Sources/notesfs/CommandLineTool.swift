@@ -18,6 +18,7 @@ enum CommandLineTool {
         TrashCommand.self,
         LogCommand.self,
         ShowCommand.self,
+        RevertCommand.self,
         ConflictsCommand.self,
         ServeCommand.self,
         AccountCommand.self,

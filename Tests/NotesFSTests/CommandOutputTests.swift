@@ -69,6 +69,8 @@ import Testing
             ["log", "Work/plan.md"] + data, ["log", "Nowhere/x.md"] + data, ["log"] + data,
             ["show", "Work/plan.md@2020-01-01"] + data, ["show", "Work/plan.md@noon"] + data,
             ["show", "Work/plan.md"] + data,
+            ["revert"] + data, ["revert", "--to", "2026-01-01"] + data, ["revert", "--to", "soon"] + data,
+            ["revert", "--to", "2999-01-01T10:00"] + data,
         ]
         for arguments in runs {
             let result = try profile.run(arguments)
