@@ -99,6 +99,13 @@ final class MomentCache: Sendable {
         }
         let moment = try build(name: name, at: at, key: key)
         return state.withLock { state in
+            // Another request built the same moment meanwhile: one tree serves both.
+            let now = DispatchTime.now().uptimeNanoseconds
+            if let built = state.moments.last(where: {
+                $0.moment.at == at && now &- $0.moment.madeAt < $0.moment.lifetimeNanoseconds
+            }) {
+                return built.number
+            }
             let number = state.nextNumber
             state.nextNumber += 1
             state.moments.append((number, moment))
