@@ -192,11 +192,12 @@ final class DaemonContext: Sendable {
         }
         let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         let elapsed = ContinuousClock.now - request.started
-        let milliseconds =
-            Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+        // Tenths of a millisecond, rounded, without Foundation's formatter.
+        let hundredths = elapsed.components.seconds * 100_000 + elapsed.components.attoseconds / 10_000_000_000_000
+        let tenths = (hundredths + 5) / 10
         logger.log(
             "\(request.client) \(LogText.escaped(request.method, limit: 20)) \(LogText.escaped(request.path, limit: 100)) "
-                + "\(response.status) \(body.count)B " + String(format: "%.1fms", milliseconds)
+                + "\(response.status) \(body.count)B \(tenths / 10).\(tenths % 10)ms"
                 + (response.logNote.isEmpty ? "" : " \(LogText.escaped(response.logNote, limit: 300, keepingSpaces: true))"))
         return result
     }

@@ -77,7 +77,11 @@ struct RevertCommand: Command {
                 return 1
             }
         }
-        let before = Date()
+        // The undo moment is printed to the second: wait for the next whole
+        // second, so everything before the revert is at or before it and
+        // nothing of the revert is.
+        let before = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 0.001).rounded(.up))
+        Thread.sleep(until: before.addingTimeInterval(0.001))
         let done = try store.revert(to: past, within: paths)
         let count = done.filter { $0.action != .keep }.count
         console.out("Reverted to \(when): \(count) change\(count == 1 ? "" : "s").")
