@@ -24,6 +24,11 @@ struct ControlDirectory: Sendable {
         case trashDirectory(UInt64)
         /// A note in the trash, by its trash entry's seq.
         case trashItem(Int64)
+        /// `.notesfs/at`, which holds only its README and the moments looked up by name.
+        case at
+        case atReadme
+        /// Node `index` of the moment kept under `number` (0 is the moment's root).
+        case moment(UInt64, Int)
     }
 
     /// Control inodes are `base + n`; history items `base + historyBase +
@@ -33,9 +38,11 @@ struct ControlDirectory: Sendable {
     static let historyBase: UInt64 = 0x1_0000
     static let trashItemBase: UInt64 = 1 << 44
     static let trashDirectoryBase: UInt64 = 1 << 45
+    static let momentBase: UInt64 = 1 << 50
+    static let momentShift: UInt64 = 26
     static let files: [(String, Node)] = [
         ("status", .status), ("status.json", .statusJSON), ("pending", .pending), ("conflicts", .conflicts),
-        ("history", .history), ("trash", .trash),
+        ("history", .history), ("trash", .trash), ("at", .at),
     ]
 
     let store: NotesStore
@@ -45,6 +52,8 @@ struct ControlDirectory: Sendable {
     let trashDirectories = TrashDirectoryNumbers()
     /// Trash listings kept between the pages of one `readdir`.
     let trashListings = TrashListings()
+    /// The moments of `.notesfs/at`.
+    let moments: MomentCache
 
     static func owns(_ inode: UInt64) -> Bool { inode >= inodeBase }
 
@@ -57,6 +66,9 @@ struct ControlDirectory: Sendable {
         case .conflicts: inodeBase + 5
         case .history: inodeBase + 6
         case .trash: inodeBase + 7
+        case .at: inodeBase + 8
+        case .atReadme: inodeBase + 9
+        case .moment(let number, let index): inodeBase + momentBase + (number << momentShift) + UInt64(max(0, index))
         case .historyItem(let seq): inodeBase + historyBase + UInt64(max(0, seq))
         case .trashItem(let seq): inodeBase + trashItemBase + UInt64(max(0, seq))
         case .trashDirectory(let number): inodeBase + trashDirectoryBase + number
@@ -66,6 +78,10 @@ struct ControlDirectory: Sendable {
     static func node(forInode inode: UInt64) -> Node? {
         guard owns(inode) else { return nil }
         let offset = inode - inodeBase
+        if offset >= momentBase {
+            let relative = offset - momentBase
+            return .moment(relative >> momentShift, Int(relative & ((1 << momentShift) - 1)))
+        }
         if offset >= trashDirectoryBase { return .trashDirectory(offset - trashDirectoryBase) }
         if offset >= trashItemBase { return .trashItem(Int64(offset - trashItemBase)) }
         if offset >= historyBase { return .historyItem(Int64(offset - historyBase)) }
@@ -77,6 +93,8 @@ struct ControlDirectory: Sendable {
         case 5: return .conflicts
         case 6: return .history
         case 7: return .trash
+        case 8: return .at
+        case 9: return .atReadme
         default: return nil
         }
     }
@@ -96,6 +114,10 @@ struct ControlDirectory: Sendable {
             return trashChild(in: "", name: name)
         case .trashDirectory(let number)?:
             return trashDirectories.path(number).flatMap { trashChild(in: $0, name: name) }
+        case .at?:
+            return atChild(name: name)
+        case .moment(let number, let index)?:
+            return momentChild(number, index, name: name)
         default:
             return nil
         }
@@ -109,17 +131,19 @@ struct ControlDirectory: Sendable {
     func attributes(_ node: Node, uid: UInt32, gid: UInt32) throws -> FileAttributes {
         let now = NotesFileSystem.nowNanoseconds()
         switch node {
-        case .root, .history, .trash, .trashDirectory:
-            // `.notesfs` holds two subdirectories, `history` and `trash`.
+        case .root, .history, .trash, .trashDirectory, .at:
+            // `.notesfs` holds three subdirectories, `history`, `trash` and `at`.
             return FileAttributes(
                 inode: Self.inode(node), kind: .directory, size: 0, permissions: 0o555,
-                linkCount: node == .root ? 4 : 2, uid: uid, gid: gid, accessTimeNanoseconds: now,
+                linkCount: node == .root ? 5 : 2, uid: uid, gid: gid, accessTimeNanoseconds: now,
                 modificationTimeNanoseconds: now, changeTimeNanoseconds: now)
         case .historyItem(let seq):
             return Self.attributes(of: try historyEntry(seq), uid: uid, gid: gid)
         case .trashItem(let seq):
             guard let entry = try store.trashEntry(seq) else { throw FileSystemError.notFound }
             return Self.attributes(of: entry, uid: uid, gid: gid)
+        case .moment(let number, let index):
+            return try momentAttributes(number, index, uid: uid, gid: gid)
         default:
             return generatedAttributes(node, size: try content(node).count, uid: uid, gid: gid)
         }
@@ -136,8 +160,10 @@ struct ControlDirectory: Sendable {
 
     func content(_ node: Node) throws -> Data {
         switch node {
-        case .root, .history, .trash, .trashDirectory: throw FileSystemError.isADirectory
+        case .root, .history, .trash, .trashDirectory, .at: throw FileSystemError.isADirectory
         case .historyItem(let seq): return try store.historyBody(seq)
+        case .atReadme: return Data(moments.readme().utf8)
+        case .moment(let number, let index): return try momentText(number, index)
         case .trashItem(let seq): return try store.trashBody(seq)
         case .status:
             var status = try store.status()
@@ -182,6 +208,10 @@ struct ControlDirectory: Sendable {
         case .trashDirectory(let number):
             guard let path = trashDirectories.path(number) else { throw FileSystemError.notFound }
             return try listTrash(path, node: node, offset: offset, uid: uid, gid: gid, reply: reply, add: add)
+        case .at:
+            return try listAt(offset: offset, uid: uid, gid: gid, add: add)
+        case .moment(let number, let index):
+            return try listMoment(number, index, offset: offset, uid: uid, gid: gid, reply: reply, add: add)
         default: throw FileSystemError.notADirectory
         }
         let selfAttributes = try attributes(node, uid: uid, gid: gid)

@@ -58,7 +58,8 @@ enum CacheTimeouts {
     /// getattr round trips per entry of an `ls -l`.
     static func attributeSeconds(of inode: UInt64) -> Double {
         switch ControlDirectory.node(forInode: inode) {
-        case nil, .root?, .history?, .historyItem?, .trash?, .trashDirectory?, .trashItem?: attributeSeconds
+        case nil, .root?, .history?, .historyItem?, .trash?, .trashDirectory?, .trashItem?, .at?, .moment?:
+            attributeSeconds
         default: controlAttributeSeconds
         }
     }
@@ -69,6 +70,9 @@ enum CacheTimeouts {
     static func entrySeconds(of inode: UInt64) -> Double {
         switch ControlDirectory.node(forInode: inode) {
         case .trashDirectory?, .trashItem?: 0
+        // A moment's name finds a tree built again when its lifetime is
+        // over; names inside it keep pointing into the tree they were found in.
+        case .moment(_, 0)?: 1
         default: entrySeconds
         }
     }

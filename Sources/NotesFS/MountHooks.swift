@@ -13,9 +13,11 @@ public final class MountHooks: Sendable {
     // made the next one slower and deeper until the stack ran out.
     private struct Action: Sendable { let run: @Sendable () -> Void }
     private struct StatusProvider: Sendable { let live: @Sendable () -> LiveSync? }
+    private struct MomentFetcher: Sendable { let fetch: @Sendable (Date) async throws -> ServerMoment }
 
     private let closed = Mutex<Action?>(nil)
     private let status = Mutex<StatusProvider?>(nil)
+    private let moments = Mutex<MomentFetcher?>(nil)
 
     public init() {}
 
@@ -30,6 +32,15 @@ public final class MountHooks: Sendable {
     public func onStatus(_ provider: @escaping @Sendable () -> LiveSync?) {
         status.withLock { $0 = StatusProvider(live: provider) }
     }
+
+    /// How `.notesfs/at/<moment>` asks the server for the tree at a time
+    /// (without it, moments come from this machine's records). Called off
+    /// the FUSE threads; a request waits for it a bounded time only.
+    public func onMomentFetch(_ fetch: @escaping @Sendable (Date) async throws -> ServerMoment) {
+        moments.withLock { $0 = MomentFetcher(fetch: fetch) }
+    }
+
+    func momentFetcher() -> (@Sendable (Date) async throws -> ServerMoment)? { moments.withLock { $0 }?.fetch }
 
     func fileClosed() { closed.withLock { $0 }?.run() }
 

@@ -40,12 +40,14 @@ extension NotesFileSystem {
     }
 
     public func setExtendedAttribute(inode: UInt64, name: String, value: [UInt8], flags: Int32) throws {
+        try refuseChangeInMoments(inode)
         // Restoring a backup with `rsync -aX` sets these: accepted, and ignored.
         guard name.hasPrefix(Self.attributePrefix) else { throw FileSystemError.notSupported }
         _ = try resolve(inode)
     }
 
     public func removeExtendedAttribute(inode: UInt64, name: String) throws {
+        try refuseChangeInMoments(inode)
         guard name.hasPrefix(Self.attributePrefix) else { throw FileSystemError.noData }
     }
 }

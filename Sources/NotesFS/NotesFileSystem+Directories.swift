@@ -4,6 +4,7 @@ import NotesStore
 // Directories: mkdir, rmdir, unlink, rename, listings.
 extension NotesFileSystem {
     public func makeDirectory(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
+        try refuseChangeInMoments(parent)
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.exists
         }
@@ -14,6 +15,7 @@ extension NotesFileSystem {
     }
 
     public func removeFile(parent: UInt64, name: String) throws {
+        try refuseChangeInMoments(parent)
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }
@@ -37,6 +39,7 @@ extension NotesFileSystem {
     }
 
     public func removeDirectory(parent: UInt64, name: String) throws {
+        try refuseChangeInMoments(parent)
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }
@@ -48,6 +51,7 @@ extension NotesFileSystem {
     }
 
     public func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) throws {
+        try refuseChangeInMoments(parent, newParent)
         if flags.exchange {
             log.info("refused rename with RENAME_EXCHANGE of '\(name)': notes cannot swap places atomically")
             throw FileSystemError.invalid

@@ -11,7 +11,7 @@ extension NotesFileSystem {
             throw FileSystemError(ENOSYS)
         }
         if let node = ControlDirectory.node(forInode: inode) {
-            guard !flags.canWrite else { throw FileSystemError.accessDenied }
+            guard !flags.canWrite else { throw node.isInMoments ? Self.readOnly : FileSystemError.accessDenied }
             let content = try control.content(node)
             let handle = try handles.open(.generated(inode: inode, content: content))
             return OpenReply(handle: handle, keepCache: false, directIO: true)
@@ -49,6 +49,7 @@ extension NotesFileSystem {
     public func create(parent: UInt64, name: String, mode: UInt32, flags: OpenFlags, context: RequestContext) throws
         -> (EntryReply, OpenReply)
     {
+        try refuseChangeInMoments(parent)
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }
@@ -70,6 +71,7 @@ extension NotesFileSystem {
     }
 
     public func makeNode(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
+        try refuseChangeInMoments(parent)
         // Only regular files; device files, FIFOs and sockets are refused.
         guard mode & S_IFMT == S_IFREG else { throw FileSystemError.notPermitted }
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
@@ -82,6 +84,7 @@ extension NotesFileSystem {
     }
 
     public func link(inode: UInt64, newParent: UInt64, newName: String) throws -> EntryReply {
+        try refuseChangeInMoments(inode, newParent)
         throw FileSystemError.notPermitted
     }
 
@@ -121,6 +124,7 @@ extension NotesFileSystem {
     ) throws -> Int {
         if handle == 0 {
             // Opened without an open request (the kernel checked the access mode).
+            try refuseChangeInMoments(inode)
             guard !ControlDirectory.owns(inode) else { throw FileSystemError.accessDenied }
             let data = Data(bytes)
             if inodes.updateSnapshot(inode, { Self.write(data, at: offset, into: &$0) }) != nil {
@@ -208,6 +212,7 @@ extension NotesFileSystem {
     }
 
     public func makeSymlink(parent: UInt64, name: String, target: String) throws -> EntryReply {
+        try refuseChangeInMoments(parent)
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }

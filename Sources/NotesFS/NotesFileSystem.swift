@@ -79,7 +79,7 @@ public final class NotesFileSystem: FileSystemOperations {
     /// Attributes of a control node; for generated files, of content made now.
     func controlAttributes(_ node: ControlDirectory.Node, inode: UInt64) throws -> FileAttributes {
         switch node {
-        case .root, .history, .historyItem, .trash, .trashDirectory, .trashItem:
+        case .root, .history, .historyItem, .trash, .trashDirectory, .trashItem, .at, .moment:
             return try control.attributes(node, uid: ownerUID, gid: ownerGID)
         default:
             let content = try controlContent(node, inode: inode, fresh: true)
@@ -225,7 +225,9 @@ public final class NotesFileSystem: FileSystemOperations {
     public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
         // Every entry belongs to the user running the mount: a chown to
         // anyone else cannot be kept (checked first, so nothing else of the
-        // request is applied), one that changes nothing succeeds.
+        // request is applied), one that changes nothing succeeds. Nothing
+        // in a past moment changes at all.
+        try refuseChangeInMoments(inode)
         if let uid = changes.uid, uid != ownerUID { throw FileSystemError.notPermitted }
         if let gid = changes.gid, gid != ownerGID { throw FileSystemError.notPermitted }
         if let node = ControlDirectory.node(forInode: inode) {

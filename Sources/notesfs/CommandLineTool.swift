@@ -16,6 +16,8 @@ enum CommandLineTool {
         ExportCommand.self,
         RestoreCommand.self,
         TrashCommand.self,
+        LogCommand.self,
+        ShowCommand.self,
         RevertCommand.self,
         ConflictsCommand.self,
         ServeCommand.self,

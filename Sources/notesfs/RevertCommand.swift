@@ -37,7 +37,7 @@ struct RevertCommand: Command {
         guard let timeText = arguments.option("--to") else {
             throw CommandError.usage("revert needs --to TIME (for example --to 2026-12-03T13:10)")
         }
-        guard let moment = MomentText.parse(timeText) else {
+        guard let moment = MomentTime.parse(timeText.trimmingCharacters(in: .whitespaces)) else {
             throw CommandError.usage(
                 "'\(timeText)' is not a time; write it as 2026-12-03T13:10, 2026-12-03T13:10:05 or 2026-12-03")
         }
@@ -60,7 +60,7 @@ struct RevertCommand: Command {
         let paths = arguments.positional.map { relativePath($0, location: location) }
         let past = try pastTree(at: moment, profile: profile, device: try store.device().id)
         let plan = try store.revertPlan(to: past, within: paths)
-        let when = MomentText.format(moment)
+        let when = MomentTime.name(moment, seconds: false)
         guard !plan.isEmpty else {
             console.out("Nothing to change: \(paths.isEmpty ? "every note and folder is" : paths.joined(separator: ", ") + " \(paths.count == 1 ? "is" : "are")") as it was at \(when).")
             return 0
@@ -86,7 +86,7 @@ struct RevertCommand: Command {
         let count = done.filter { $0.action != .keep }.count
         console.out("Reverted to \(when): \(count) change\(count == 1 ? "" : "s").")
         let undoPaths = paths.map { " '\($0)'" }.joined()
-        console.out("To undo: notesfs revert --to '\(MomentText.format(before, seconds: true))'\(undoPaths)")
+        console.out("To undo: notesfs revert --to '\(MomentTime.name(before))'\(undoPaths)")
         if mounted {
             _ = SyncControlSocket.request(path: socket, "sync") { _ in }
         } else {
@@ -127,7 +127,7 @@ struct RevertCommand: Command {
         }
         if let keptSince = listing.keptSince, keptSince > moment {
             throw CommandError.failed(
-                "the server's history is whole only from \(MomentText.format(keptSince, seconds: true)) "
+                "the server's history is whole only from \(MomentTime.name(keptSince)) "
                     + "(older versions were trimmed); pick a later time. Nothing changed.")
         }
         return try listing.items.compactMap { entity -> PastEntity? in
@@ -173,31 +173,5 @@ struct RevertCommand: Command {
         }
         done.wait()
         return try result.withLock { $0 }?.get() ?? { throw CommandError.failed("the request ended without an answer") }()
-    }
-}
-
-/// Times as people type them, in the local time zone.
-enum MomentText {
-    /// `2026-12-03T13:10`, `2026-12-03T13:10:05`, `2026-12-03 13:10` or `2026-12-03` (midnight); nil otherwise.
-    static func parse(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: " ", with: "T")
-        for format in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd"] {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone.current
-            formatter.dateFormat = format
-            formatter.isLenient = false
-            if let date = formatter.date(from: trimmed), formatter.string(from: date) == trimmed { return date }
-        }
-        return nil
-    }
-
-    /// A time as `parse` reads it back.
-    static func format(_ date: Date, seconds: Bool = false) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone.current
-        formatter.dateFormat = seconds ? "yyyy-MM-dd'T'HH:mm:ss" : "yyyy-MM-dd'T'HH:mm"
-        return formatter.string(from: date)
     }
 }

@@ -52,6 +52,10 @@ final class SyncService: Sendable {
             path: SyncControlSocket.path(location), scheduler: scheduler, transport: transport, log: log)
         mount.hooks.onFileClosed { scheduler.fileClosed() }
         mount.hooks.onStatus { scheduler.live }
+        mount.hooks.onMomentFetch { at in
+            let (items, keptSince) = try await transport.momentItems(at: at)
+            return ServerMoment(items: items, keptSince: keptSince)
+        }
     }
 
     func start() {

@@ -66,6 +66,9 @@ import Testing
             ["trash"] + data, ["trash", "list"] + data, ["trash", "restore", "Nowhere/x.md"] + data,
             ["trash", "restore"] + data, ["trash", "empty"] + data, ["trash", "empty", "--yes"] + data,
             ["trash", "empty", "--yes"] + data, ["trash", "frobnicate"] + data,
+            ["log", "Work/plan.md"] + data, ["log", "Nowhere/x.md"] + data, ["log"] + data,
+            ["show", "Work/plan.md@2020-01-01"] + data, ["show", "Work/plan.md@noon"] + data,
+            ["show", "Work/plan.md"] + data,
             ["revert"] + data, ["revert", "--to", "2026-01-01"] + data, ["revert", "--to", "soon"] + data,
             ["revert", "--to", "2999-01-01T10:00"] + data,
         ]
@@ -96,6 +99,33 @@ import Testing
             #expect(sync.standardError.contains("--server URL --token-file"))
             #expect(!sync.standardError.contains("Mount it first"))
         }
+    }
+
+    @Test(.enabled(if: binaryBuilt)) func logAndShowOfAFolderWithoutAServerAnswerFromThisMachineAndSaySo() throws {
+        let profile = try Profile()
+        defer { profile.remove() }
+        let data = ["--data", profile.data]
+        let log = try profile.run(["log", "/Work/plan.md"] + data)
+        #expect(log.status == 0, "\(log.standardError)")
+        #expect(log.standardError.hasPrefix("Offline: this notes folder has no server."), "\(log.standardError)")
+        let lines = log.standardOutput.split(separator: "\n")
+        #expect(lines.first == "/Work/plan.md: this machine's view, newest first", "\(log.standardOutput)")
+        #expect(lines.dropFirst().first == "now  0 bytes  +0 -1", "\(log.standardOutput)")
+        #expect(lines.last?.contains("14 bytes, kept (truncated)  (oldest known here)") == true, "\(log.standardOutput)")
+        #expect(lines.count == 3)
+
+        let now = MomentTime.name(Date().addingTimeInterval(2))
+        let show = try profile.run(["show", "Pancakes.md@" + now] + data)
+        #expect(show.status == 0 && show.standardOutput == "Sunday breakfast\n", "\(show.standardError)")
+        #expect(show.standardError.contains("this machine's view only"), "\(show.standardError)")
+        let before = try profile.run(["show", "Pancakes.md@2020-01-01"] + data)
+        #expect(before.status == 1 && before.standardError.contains("no note at this path then"), "\(before.standardError)")
+        let badTime = try profile.run(["show", "Pancakes.md@yesterday"] + data)
+        #expect(badTime.status == 2 && badTime.standardError.contains("YYYY-MM-DDTHH:MM"), "\(badTime.standardError)")
+        let noTime = try profile.run(["show", "Pancakes.md"] + data)
+        #expect(noTime.status == 2 && noTime.standardError.contains("PATH@TIME"), "\(noTime.standardError)")
+        let missing = try profile.run(["log", "Nowhere/x.md"] + data)
+        #expect(missing.status == 1 && missing.standardError.contains("no note is at /Nowhere/x.md"))
     }
 
     @Test(.enabled(if: binaryBuilt)) func searchFindsStemsPhrasesAndNotesInAFolder() throws {

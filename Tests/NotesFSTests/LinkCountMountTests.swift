@@ -35,7 +35,7 @@ struct LinkCountMountTests {
         let pattern = #/^Work∕todo \(truncated \d{4}-\d\d-\d\d \d\d\.\d\d\.\d\d #(\d+)\)\.md$/#
         let match = try #require(name.wholeMatch(of: pattern), "\(name)")
         #expect(try fixture.sh("cat '.notesfs/history/\(name)'") == "precious text\n")
-        #expect(try fixture.sh("stat -c %h .notesfs .notesfs/history .notesfs/trash") == "4\n2\n2\n")
+        #expect(try fixture.sh("stat -c %h .notesfs .notesfs/history .notesfs/trash .notesfs/at") == "5\n2\n2\n2\n")
         guard let binary = MountFixture.binaryPath else { return }
         let restoreList = try MountFixture.run([binary, "restore", "--data", fixture.dataDirectory])
         // The listing gives each entry's number, time, reason, path and size.
