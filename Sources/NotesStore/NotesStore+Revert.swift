@@ -55,7 +55,7 @@ public struct RevertStep: Sendable, Hashable {
             return "change   \(what)\(move)\(lines)"
         case .restore: return "restore  \(what)"
         case .create: return "create   \(what) (as new: this machine never saw it)"
-        case .delete: return "delete   \(what) (to the trash)"
+        case .delete: return "delete   \(what)" + (isFolder ? "" : " (to the trash)")
         case .keep: return "keep     \(what) (it holds local-only files)"
         }
     }
@@ -67,6 +67,14 @@ public struct RevertStep: Sendable, Hashable {
 // machine. Nothing is lost: every text replaced stays in the server's
 // history, so a revert is undone by reverting to the moment before it.
 extension NotesStore {
+    /// How many notes and folders of `past` lie within `paths` (by their paths then).
+    public static func pastCount(_ past: [PastEntity], within paths: [String]) -> Int {
+        let scope = RevertScope(paths)
+        let moment = PastTree(past)
+        return moment.notes.keys.filter { scope.contains(moment.path(ofNote: $0)) }.count
+            + moment.folders.keys.filter { scope.contains(moment.path(ofFolder: $0)) }.count
+    }
+
     /// What `revert(to:within:)` would do, without doing it.
     public func revertPlan(to past: [PastEntity], within paths: [String]) throws(StoreError) -> [RevertStep] {
         try read { db in try self.plannedRevert(db, past: past, within: paths).map(\.step) }

@@ -60,7 +60,17 @@ struct RevertCommand: Command {
         let paths = arguments.positional.map { relativePath($0, location: location) }
         let past = try pastTree(at: moment, profile: profile, device: try store.device().id)
         let plan = try store.revertPlan(to: past, within: paths)
-        let when = MomentTime.name(moment, seconds: false)
+        let when = MomentTime.name(moment, seconds: Int(moment.timeIntervalSince1970) % 60 != 0)
+        if NotesStore.pastCount(past, within: paths) == 0, plan.contains(where: { $0.action == .delete }),
+            plan.allSatisfy({ $0.action == .delete || $0.action == .keep })
+        {
+            // Nothing of the moment is within the paths: a revert would only delete.
+            throw CommandError.failed(
+                "at \(when) there was nothing \(paths.isEmpty ? "in your notes" : "at " + paths.joined(separator: ", ")) "
+                    + "(the server's history has no note or folder there then), so a revert would only delete "
+                    + "\(plan.filter { $0.action == .delete }.count) notes and folders. Pick a later time; to delete them, "
+                    + "use rm. Nothing changed.")
+        }
         guard !plan.isEmpty else {
             console.out("Nothing to change: \(paths.isEmpty ? "every note and folder is" : paths.joined(separator: ", ") + " \(paths.count == 1 ? "is" : "are")") as it was at \(when).")
             return 0

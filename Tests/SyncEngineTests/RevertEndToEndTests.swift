@@ -54,6 +54,11 @@ import Testing
         }
         try cluster.waitFor("the note made later is in b's trash") { SyncCluster.text(b, ".notesfs/trash/Work/new.md") == "new\n" }
 
+        // A moment before anything existed would only delete: refused.
+        let empty = try cluster.notesfs(["revert", "--to", "2020-01-01", "--yes", "--data", a.dataDirectory])
+        #expect(empty.status == 1 && empty.standardError.contains("would only delete"), "\(empty.standardError)")
+        #expect(SyncCluster.text(a, "Work/plan.md") == "one\n")
+
         // Undo, as the command said.
         let undoLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("To undo: ") })
         let undoTime = try #require(undoLine.split(separator: "'").dropFirst().first.map(String.init))
