@@ -213,11 +213,13 @@ final class DaemonContext: Sendable {
         }
         let line = { [body] in
             let elapsed = ContinuousClock.now - request.started
-            let milliseconds =
-                Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+            // Tenths of a millisecond, rounded, without Foundation's formatter.
+            let hundredths =
+                elapsed.components.seconds * 100_000 + elapsed.components.attoseconds / 10_000_000_000_000
+            let tenths = (hundredths + 5) / 10
             return "\(request.clientText) \(LogText.escaped(request.method, limit: 20)) "
                 + "\(LogText.escaped(request.path, limit: 100)) \(response.status) \(body.count)B "
-                + String(format: "%.1fms", milliseconds)
+                + "\(tenths / 10).\(tenths % 10)ms"
                 + (response.logNote.isEmpty ? "" : " \(LogText.escaped(response.logNote, limit: 300, keepingSpaces: true))")
         }
         if beforeToken || response.status == 401 || response.status == 404 || response.status == 405 {

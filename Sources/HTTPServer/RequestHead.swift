@@ -18,7 +18,10 @@ struct RequestHead {
     }
 
     func values(_ name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        // ASCII case folding is enough: `framing` has checked that every name is a token.
+        let lowered = { (byte: UInt8) in (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte }
+        return fields.filter { field in field.name.utf8.elementsEqual(name.utf8) { lowered($0) == lowered($1) } }
+            .map(\.value)
     }
 
     /// The framing, or a message for a 400 when the body's length is
@@ -51,12 +54,15 @@ struct RequestHead {
         guard lengths.count == 1 else {
             return .failure(FramingError("a request may carry one Content-Length header, not \(lengths.count)"))
         }
-        let text = lengths[0].trimmingCharacters(in: .whitespaces)
+        let text = lengths[0].utf8.allSatisfy({ $0 != 0x20 && $0 != 0x09 })
+            ? lengths[0] : lengths[0].trimmingCharacters(in: .whitespaces)
         guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (48...57).contains($0) }),
             let length = Int(text)
         else { return .failure(FramingError("Content-Length must be a decimal number of bytes")) }
         return .success(length == 0 ? .none : .length(length))
     }
+
+    private static let tokenSymbols: [UInt8] = Array("!#$%&'*+-.^_`|~".utf8)
 
     /// RFC 9110 `token`: what a field name is made of (no spaces, no colon).
     static func isToken(_ text: String) -> Bool {
@@ -66,7 +72,7 @@ struct RequestHead {
                 case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                     UInt8(ascii: "0")...UInt8(ascii: "9"):
                     true
-                default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+                default: tokenSymbols.contains(byte)
                 }
             }
     }

@@ -81,45 +81,51 @@ public struct SHA256: Sendable {
         }
     }
 
-    /// One 64-byte block.
+    /// One 64-byte block. Through unsafe buffers, whose subscripts are not
+    /// checked in release builds: the payload hash of every pushed body runs here.
     private mutating func compress(_ block: UnsafeBufferPointer<UInt8>) {
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { words in
-            for index in 0..<16 {
-                words[index] =
-                    UInt32(block[index * 4]) << 24 | UInt32(block[index * 4 + 1]) << 16
-                    | UInt32(block[index * 4 + 2]) << 8 | UInt32(block[index * 4 + 3])
+        state.withUnsafeMutableBufferPointer { state in
+            Self.roundConstants.withUnsafeBufferPointer { constants in
+                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { words in
+                    for index in 0..<16 {
+                        words[index] =
+                            UInt32(block[index &* 4]) << 24 | UInt32(block[index &* 4 &+ 1]) << 16
+                            | UInt32(block[index &* 4 &+ 2]) << 8 | UInt32(block[index &* 4 &+ 3])
+                    }
+                    for index in 16..<64 {
+                        let w15 = words[index &- 15]
+                        let w2 = words[index &- 2]
+                        let s0 = Self.rotateRight(w15, 7) ^ Self.rotateRight(w15, 18) ^ (w15 >> 3)
+                        let s1 = Self.rotateRight(w2, 17) ^ Self.rotateRight(w2, 19) ^ (w2 >> 10)
+                        words[index] = words[index &- 16] &+ s0 &+ words[index &- 7] &+ s1
+                    }
+                    var (a, b, c, d, e, f, g, h) = (
+                        state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7]
+                    )
+                    for index in 0..<64 {
+                        let s1 = Self.rotateRight(e, 6) ^ Self.rotateRight(e, 11) ^ Self.rotateRight(e, 25)
+                        let choose = (e & f) ^ (~e & g)
+                        let temp1 = h &+ s1 &+ choose &+ constants[index] &+ words[index]
+                        let s0 = Self.rotateRight(a, 2) ^ Self.rotateRight(a, 13) ^ Self.rotateRight(a, 22)
+                        let majority = (a & b) ^ (a & c) ^ (b & c)
+                        let temp2 = s0 &+ majority
+                        (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ temp2)
+                    }
+                    state[0] &+= a
+                    state[1] &+= b
+                    state[2] &+= c
+                    state[3] &+= d
+                    state[4] &+= e
+                    state[5] &+= f
+                    state[6] &+= g
+                    state[7] &+= h
+                }
             }
-            for index in 16..<64 {
-                let s0 =
-                    rotateRight(words[index - 15], 7) ^ rotateRight(words[index - 15], 18) ^ (words[index - 15] >> 3)
-                let s1 =
-                    rotateRight(words[index - 2], 17) ^ rotateRight(words[index - 2], 19) ^ (words[index - 2] >> 10)
-                words[index] = words[index - 16] &+ s0 &+ words[index - 7] &+ s1
-            }
-            var (a, b, c, d, e, f, g, h) = (
-                state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7]
-            )
-            for index in 0..<64 {
-                let s1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
-                let choose = (e & f) ^ (~e & g)
-                let temp1 = h &+ s1 &+ choose &+ Self.roundConstants[index] &+ words[index]
-                let s0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
-                let majority = (a & b) ^ (a & c) ^ (b & c)
-                let temp2 = s0 &+ majority
-                (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ temp2)
-            }
-            state[0] &+= a
-            state[1] &+= b
-            state[2] &+= c
-            state[3] &+= d
-            state[4] &+= e
-            state[5] &+= f
-            state[6] &+= g
-            state[7] &+= h
         }
     }
 
-    private func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 {
+    @inline(__always)
+    private static func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 {
         (value >> count) | (value << (32 - count))
     }
 }

@@ -56,6 +56,8 @@ public final class SimWorld: @unchecked Sendable {
     var staleAfterRestore = Set<Int>()
     /// Pushes that carried a base version from before a restore (the device had not resynced yet).
     var staleBasePushes = 0
+    /// What the server held at the end of one step, to check its history against (SimWorld+Revert.swift).
+    var serverMoment: ServerMoment?
 
     // Text bookkeeping
     var nextToken = 1
@@ -211,6 +213,7 @@ public final class SimWorld: @unchecked Sendable {
     public func run() async -> SimResult {
         do {
             try await startSchedulers()
+            let historyStep = Self.historyStep(seed: seed, steps: configuration.steps)
             for current in 0..<configuration.steps {
                 step = current
                 let seconds = Int64(random.int(1...120))
@@ -219,11 +222,13 @@ public final class SimWorld: @unchecked Sendable {
                 try kernelStep()
                 try await performStep()
                 try await afterStepWithSchedulers()
+                if current == historyStep { try recordServerMoment() }
             }
             step = configuration.steps
             try finishKernelWrites()
             try await quiesce()
             try await checkInvariants()
+            if violations.isEmpty { try await checkHistoryAndRevert() }
         } catch {
             violation("the run stopped: \(error)")
         }

@@ -50,6 +50,9 @@ extension NotesStore {
                     }
                 case .dirty: report.skippedDirty += 1
                 case .echo: report.skippedEcho += 1
+                case .unseenDeletion(let id):
+                    report.skippedEcho += 1
+                    report.unseenDeletedNotes.append(UnseenDeletion(id: id, version: entity.version))
                 }
             }
             if let cursor { try db.run("UPDATE sync_state SET cursor = ? WHERE id = 1", cursor) }
@@ -57,7 +60,11 @@ extension NotesStore {
         }
     }
 
-    enum PullResult { case applied, dirty, echo }
+    enum PullResult {
+        case applied, dirty, echo
+        /// A deletion of a note this machine never had.
+        case unseenDeletion(NoteID)
+    }
 
     func hasOutbox(_ db: Connection, kind: EntityKind, id: String) throws -> Bool {
         try db.queryOne(
@@ -71,7 +78,7 @@ extension NotesStore {
             guard let id = NoteID(entity.entityID) else { return .echo }
             let content = entity.deleted ? nil : entity.note
             guard let row = try NoteRow.load(db, id: id) else {
-                guard let content else { return .echo }
+                guard let content else { return .unseenDeletion(id) }
                 let time = now
                 try db.run(
                     """

@@ -18,6 +18,37 @@ extension NotesStore {
         if try trashNeedsPruning(db) { historyPruner.schedule() }
     }
 
+    /// Puts a note this machine never had, deleted elsewhere, into the trash
+    /// with its last text from the server's history: a tombstone row on the
+    /// server's deletion version (so a restore is a put on it, which revives
+    /// the note everywhere) and a trash entry at the time it was deleted.
+    /// False when the note is known here by now, or its deletion is older
+    /// than the trash keeps.
+    @discardableResult
+    public func trashFromServerHistory(
+        _ id: NoteID, lastContent content: NoteContent, deletionVersion: Int64, deletedAtNanoseconds: Int64
+    ) throws(StoreError) -> Bool {
+        guard deletedAtNanoseconds >= now - configuration.trashRetentionNanoseconds else { return false }
+        return try write(origin: .remote) { db, _ in
+            guard try NoteRow.load(db, id: id) == nil else { return false }
+            try db.run(
+                """
+                INSERT INTO notes(id, folder_id, title, body, body_size, created_ns, updated_ns, deleted,
+                    server_version, base_exists, local_rev, synced_rev)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, 0, 1, 1)
+                """, id.description, content.folderID?.description, content.title, content.body,
+                Int64(content.body.count), deletedAtNanoseconds, deletedAtNanoseconds, deletionVersion)
+            let directory = try displayDirectory(db, folderID: content.folderID)
+            let folderPath = try path(db, of: directory.entry).map { String($0.drop { $0 == "/" }) } ?? ""
+            let name = NameCodec.displayName(forTitle: content.title, inRoot: folderPath.isEmpty)
+            try db.run(
+                "INSERT OR REPLACE INTO trash(note_id, path, deleted_ns, origin) VALUES (?, ?, ?, ?)",
+                id.description, folderPath.isEmpty ? name : folderPath + "/" + name, deletedAtNanoseconds,
+                TrashOrigin.deletedElsewhere.stored)
+            return true
+        }
+    }
+
     /// True when the trash holds an entry past its age: one read of its
     /// first row (entries are added in the order they are deleted).
     func trashNeedsPruning(_ db: Connection) throws -> Bool {

@@ -62,7 +62,23 @@ public struct PullReport: Sendable, Equatable {
     public var skippedEcho = 0
     /// Tombstones the mass-delete guard kept aside instead of applying.
     public var heldDeletions = 0
+    /// Deletions of notes this machine never had (made and deleted elsewhere
+    /// between two of its syncs): their last text can come from the server's
+    /// history into the trash (`trashFromServerHistory`).
+    public var unseenDeletedNotes: [UnseenDeletion] = []
     public init() {}
+}
+
+/// A pulled deletion of a note this machine never had.
+public struct UnseenDeletion: Sendable, Hashable {
+    public var id: NoteID
+    /// The tombstone's version.
+    public var version: Int64
+
+    public init(id: NoteID, version: Int64) {
+        self.id = id
+        self.version = version
+    }
 }
 
 /// What settling one answered change did.

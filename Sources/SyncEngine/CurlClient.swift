@@ -60,11 +60,9 @@ final class CurlClient: Sendable {
         let cancel = CancelFlag()
         let result: Result<CurlResponse, CurlError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let thread = Thread { [self] in
+                HTTPThreads.shared.run { [self] in
                     continuation.resume(returning: performBlocking(request, cancel: cancel))
                 }
-                thread.name = "notesfs-http"
-                thread.start()
             }
         } onCancel: {
             cancel.set()

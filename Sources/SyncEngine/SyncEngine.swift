@@ -55,6 +55,9 @@ public actor SyncEngine {
     private var lastPushReachedHead = false
     /// Whether this engine's token was checked against the store's binding.
     private var accountChecked = false
+    /// Pulled deletions of notes this machine never had, whose last text the
+    /// next run fetches from the server's history into the trash.
+    private var unseenDeletions: [UnseenDeletion] = []
     /// The account it was found to sync as (`account:<key>`; nil from a
     /// server that names none).
     private var checkedAccount: String?
@@ -121,6 +124,7 @@ public actor SyncEngine {
                 try await pushAll()
                 try await pullAll()
             }
+            await fillTrashFromHistory()
             let hold = try store.massDeleteHold()
             outcome = hold.isHeld ? .held(hold.description) : .succeeded
         } catch let error as TransportError {
@@ -279,8 +283,41 @@ public actor SyncEngine {
             }
             entities.append(entity)
         }
-        try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
+        let report = try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
         progressValue.withLock { $0.pulled += entities.count }
+        if !report.unseenDeletedNotes.isEmpty, transport is any HistoryTransport {
+            unseenDeletions.append(contentsOf: report.unseenDeletedNotes.prefix(Self.unseenDeletionsMax - unseenDeletions.count))
+        }
+    }
+
+    /// At most this many unseen deletions wait for their text at once; beyond
+    /// that (a mass deletion elsewhere of notes never pulled here) the rest
+    /// stay out of this machine's trash, in the server's history only.
+    static let unseenDeletionsMax = 1_000
+
+    /// Fetches the last text of notes deleted elsewhere before this machine
+    /// ever had them, and puts them in the trash. Best effort: a failure
+    /// leaves the rest for the next run, and the run's outcome is not touched.
+    private func fillTrashFromHistory() async {
+        guard !unseenDeletions.isEmpty, let history = transport as? any HistoryTransport else { return }
+        while let deletion = unseenDeletions.first {
+            do {
+                let page = try await history.versions(of: .note(deletion.id), before: nil, limit: 20)
+                let tombstone = page.versions.first { $0.version == deletion.version && $0.deleted }
+                if let tombstone, let last = page.versions.first(where: { !$0.deleted && $0.version < deletion.version }),
+                    let entity = try await history.version(of: .note(deletion.id), version: last.version),
+                    let note = entity.note, let body = note.bodyBytes()
+                {
+                    try store.trashFromServerHistory(
+                        deletion.id, lastContent: NoteContent(title: note.title, body: body, folderID: note.folderId),
+                        deletionVersion: deletion.version,
+                        deletedAtNanoseconds: Int64(tombstone.time.timeIntervalSince1970 * 1e9))
+                }
+                unseenDeletions.removeFirst()
+            } catch {
+                return
+            }
+        }
     }
 
     /// Applies a whole page the long poll brought, when no run is going on

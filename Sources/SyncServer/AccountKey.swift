@@ -1,5 +1,6 @@
 import Foundation
 import NotesModel
+import Synchronization
 
 /// The key a client binds its database to (`ChangesPage.account`): an opaque,
 /// stable name of an account on one server installation.
@@ -28,5 +29,23 @@ public enum AccountKey {
         block += [UInt8](repeating: 0, count: 64 - block.count)
         let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
         return SHA256.hash(block.map { $0 ^ 0x5c } + inner)
+    }
+}
+
+/// Account keys already made, so answers do not run HMAC-SHA256 each time.
+/// Keyed by account and checked against the secret they were made with.
+final class AccountKeyCache: Sendable {
+    private let keys = Mutex<[AccountID: (secret: String, key: String)]>([:])
+    /// Entries at most; a full cache starts over rather than grow.
+    static let entriesMax = 100_000
+
+    func key(secret: String, account: AccountID) -> String {
+        if let cached = keys.withLock({ $0[account] }), cached.secret == secret { return cached.key }
+        let key = AccountKey.make(secret: secret, account: account)
+        keys.withLock { keys in
+            if keys.count >= Self.entriesMax { keys.removeAll() }
+            keys[account] = (secret, key)
+        }
+        return key
     }
 }

@@ -11,6 +11,17 @@ public enum LogText {
     /// `text` escaped and cut to `limit` characters (a cut shows as `…`);
     /// `keepingSpaces` for text made of several fields of the server's own.
     public static func escaped(_ text: some StringProtocol, limit: Int = 200, keepingSpaces: Bool = false) -> String {
+        // Most fields are short printable ASCII and need nothing: one pass, no formatting.
+        var plain = String(text)
+        if plain.utf8.count <= limit,
+            plain.withUTF8({ bytes in
+                bytes.allSatisfy { byte in
+                    (0x21...0x7E).contains(byte) && byte != 0x5C || (keepingSpaces && byte == 0x20)
+                }
+            })
+        {
+            return plain
+        }
         var result = ""
         var count = 0
         for scalar in text.unicodeScalars {

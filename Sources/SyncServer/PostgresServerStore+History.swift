@@ -88,7 +88,7 @@ extension PostgresServerStore {
                     ) c ON true
                     WHERE e.account_id = $1 AND (e.kind, e.id) > ($3::text, $4::uuid)
                     ORDER BY e.kind, e.id LIMIT $5
-                    """, account.rawValue, WireTime.milliseconds(at), start.0, start.1, Int64(rowsMax + 1))
+                    """, account.rawValue, SQLiteServerStore.milliseconds(at), start.0, start.1, Int64(rowsMax + 1))
                 var entries: [(record: VersionRecord, past: Bool)] = []
                 var last: EntityRef?
                 var bytes = 0

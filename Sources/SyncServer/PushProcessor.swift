@@ -45,7 +45,8 @@ enum PayloadHash {
     static func of(_ change: Change, body: Data) -> [UInt8] {
         var hasher = SHA256()
         func field(_ text: String) {
-            hasher.update(Array(text.utf8))
+            var text = text
+            text.withUTF8 { hasher.update($0) }
             hasher.update(CollectionOfOne(UInt8(0)))
         }
         field(change.kind.rawValue)
@@ -98,7 +99,6 @@ enum PushProcessor {
         let seen = try transaction.idempotencyRecords(changes.map(\.change.changeId))
         let fresh = changes.filter { seen[$0.change.changeId] == nil }
         var current = try transaction.lockEntities(fresh.map(\.change.ref).sorted())
-        let encoder = WireCoding.encoder()
         var results: [Data] = []
         var tally = PushTally()
         for prepared in changes {
@@ -140,12 +140,7 @@ enum PushProcessor {
                 outcome = .applied(version: counter)
                 tally.applied += 1
             }
-            let result: Data
-            do {
-                result = try encoder.encode(ChangeResult(changeId: change.changeId, outcome: outcome))
-            } catch {
-                throw ServerError.internalError("cannot encode a result: \(error)")
-            }
+            let result = ChangeResult(changeId: change.changeId, outcome: outcome).wireJSON
             try transaction.remember(
                 IdempotencyRecord(
                     changeId: change.changeId, payloadHash: prepared.payloadHash, result: result, createdAt: now))

@@ -49,7 +49,8 @@ extension SQLiteServerStore {
     {
         try await read { connection in
             let keptSince = try Self.keptSince(connection, account: account)
-            let time = WireTime.milliseconds(at)
+            // As times are stored: whole milliseconds, rounded down.
+            let time = Self.milliseconds(at)
             let start = after.map { ($0.kind.rawValue, UUIDText.format($0.id)) } ?? ("", "")
             // Which version each entity had at `at`: its current row when that
             // was made by then, else the replaced version in force then.

@@ -65,7 +65,21 @@ public protocol ServerLogger: Sendable {
 public struct StandardErrorLogger: ServerLogger {
     public init() {}
     public func log(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        // One write(2) per line, so lines from several threads never interleave.
+        var text = line + "\n"
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(STDERR_FILENO, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
     }
 }
 

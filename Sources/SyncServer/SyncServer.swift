@@ -33,6 +33,7 @@ public final class SyncServer: Sendable {
     public let notifier = ChangeNotifier()
     let ownChanges = OwnChangesLedger()
     let tokenUses = TokenUseThrottle()
+    let accountKeys = AccountKeyCache()
     public let metrics = ServerMetrics()
     let clock: ServerClock
     let logger: any ServerLogger
@@ -157,13 +158,13 @@ public final class SyncServer: Sendable {
 
     /// The key clients bind their database to (`AccountKey`).
     func accountKey(_ account: AccountID) async throws -> String {
-        AccountKey.make(secret: try await store.installationSecret(), account: account)
+        accountKeys.key(secret: try await store.installationSecret(), account: account)
     }
 
     // MARK: Push
 
     private func push(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
-        let push = try decode(PushRequest.self, from: request.body)
+        let push = try decodePush(request.body)
         guard push.changes.count <= limits.pushChangesMax else {
             throw ServerError.tooManyChanges(
                 "\(push.changes.count) changes in one push; at most \(limits.pushChangesMax)")
@@ -269,12 +270,12 @@ public final class SyncServer: Sendable {
         }
         let next =
             read.hasMore ? (read.entities.last?.version ?? after) : max(after, read.head.counter)
-        var response = ServerResponse.json(
-            ChangesPage(
-                changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
-                hasMore: read.hasMore, epoch: epoch,
-                from: after == requestedAfter ? nil : SyncCursor(epoch: epoch, counter: after),
-                account: try await accountKey(account)))
+        let page = ChangesPage(
+            changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
+            hasMore: read.hasMore, epoch: epoch,
+            from: after == requestedAfter ? nil : SyncCursor(epoch: epoch, counter: after),
+            account: try await accountKey(account))
+        var response = ServerResponse(status: 200, contentType: "application/json", body: page.wireJSON)
         response.logNote = "account=\(account) rows=\(read.entities.count)\(waited ? " waited" : "")"
         return response
     }
@@ -403,6 +404,13 @@ public final class SyncServer: Sendable {
             throw ServerError.badRequest("\(name) must be a whole number ≥ 0")
         }
         return value
+    }
+
+    /// The direct reader takes plain requests; anything else goes to the
+    /// decoder, which names what is wrong (or accepts it too).
+    private func decodePush(_ body: Data) throws -> PushRequest {
+        if body.count <= limits.requestBodyBytesMax, let push = PushRequest.read(body) { return push }
+        return try decode(PushRequest.self, from: body)
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from body: Data) throws -> T {

@@ -31,16 +31,19 @@ public struct AccessToken: Sendable, Hashable {
 
     /// Parses a token's text; nil when it has the wrong shape.
     public init?(text: String) {
-        let parts = text.split(separator: "_", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "nfs", parts[1].utf8.count == 24, parts[2].utf8.count == 43,
-            parts[1].utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }),
-            parts[2].utf8.allSatisfy({ byte in
+        // `nfs_`, 24 lowercase hex digits, `_`, 43 base64url characters; read
+        // byte by byte, as every request's token passes here.
+        let bytes = Array(text.utf8)
+        guard bytes.count == 72, bytes[0] == UInt8(ascii: "n"), bytes[1] == UInt8(ascii: "f"),
+            bytes[2] == UInt8(ascii: "s"), bytes[3] == UInt8(ascii: "_"), bytes[28] == UInt8(ascii: "_"),
+            bytes[4..<28].allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }),
+            bytes[29...].allSatisfy({ byte in
                 (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45
                     || byte == 95
             })
         else { return nil }
-        id = String(parts[1])
-        secret = String(parts[2])
+        id = String(decoding: bytes[4..<28], as: UTF8.self)
+        secret = String(decoding: bytes[29...], as: UTF8.self)
     }
 
     init(id: String, secret: String) {
@@ -56,7 +59,13 @@ public struct AccessToken: Sendable, Hashable {
         guard let header, header.utf8.count < 256 else { return nil }
         let prefix = "Bearer "
         guard header.hasPrefix(prefix) else { return nil }
-        return AccessToken(text: String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces))
+        // Spaces and tabs around the token are not part of it (Foundation's
+        // trimming costs more than the rest of the check).
+        let token = header.utf8.dropFirst(prefix.utf8.count)
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = token.firstIndex(where: { !isBlank($0) }), let last = token.lastIndex(where: { !isBlank($0) })
+        else { return nil }
+        return AccessToken(text: String(Substring(token[first...last])))
     }
 
     /// Compares two byte strings in time that depends only on their lengths.

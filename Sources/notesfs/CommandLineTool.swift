@@ -16,6 +16,7 @@ enum CommandLineTool {
         ExportCommand.self,
         RestoreCommand.self,
         TrashCommand.self,
+        RevertCommand.self,
         ConflictsCommand.self,
         ServeCommand.self,
         AccountCommand.self,

@@ -66,6 +66,8 @@ import Testing
             ["trash"] + data, ["trash", "list"] + data, ["trash", "restore", "Nowhere/x.md"] + data,
             ["trash", "restore"] + data, ["trash", "empty"] + data, ["trash", "empty", "--yes"] + data,
             ["trash", "empty", "--yes"] + data, ["trash", "frobnicate"] + data,
+            ["revert"] + data, ["revert", "--to", "2026-01-01"] + data, ["revert", "--to", "soon"] + data,
+            ["revert", "--to", "2999-01-01T10:00"] + data,
         ]
         for arguments in runs {
             let result = try profile.run(arguments)

@@ -52,6 +52,35 @@ import Testing
         #expect(try await client.wholeTree(at: created.addingTimeInterval(-3_600)).items.isEmpty)
     }
 
+    @Test func aNoteMadeAndDeletedElsewhereBeforeThisMachineSawItIsInItsTrashAndComesBackEverywhere() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let laptop = try server.device("laptop"), phone = try server.device("phone")
+        let work = try laptop.store.makeFolders(path: ["Work"])
+        let id = try laptop.store.createNote(in: work, title: "plan.md", body: Data("one\n".utf8))
+        #expect(await laptop.engine.sync() == .succeeded)
+        try laptop.store.replaceBody(of: id, with: Data("one\ntwo\n".utf8))
+        #expect(await laptop.engine.sync() == .succeeded)
+        try laptop.store.removeFile(in: work, name: "plan.md")
+        #expect(await laptop.engine.sync() == .succeeded)
+
+        // The phone's first sync brings only the folder and the tombstone.
+        #expect(await phone.engine.sync() == .succeeded)
+        let entries = try phone.store.trashEntries()
+        #expect(entries.map(\.path) == ["Work/plan.md"])
+        let entry = try #require(entries.first)
+        #expect(entry.noteID == id && entry.origin == .deletedElsewhere)
+        #expect(try phone.store.trashBody(entry.seq) == Data("one\ntwo\n".utf8), "its last text, from the history")
+
+        try phone.store.restoreFromTrash(entry.seq)
+        #expect(await phone.engine.sync() == .succeeded)
+        #expect(await laptop.engine.sync() == .succeeded)
+        #expect(try laptop.store.noteID(atPath: "Work/plan.md") == id, "the same note, back on the machine that deleted it")
+        let back = try #require(try laptop.store.lookup(in: work, name: "plan.md"))
+        #expect(try laptop.store.contents(of: back.ref) == Data("one\ntwo\n".utf8))
+        #expect(try phone.store.trashEntries().isEmpty && laptop.store.trashEntries().isEmpty)
+    }
+
     @Test func aRevokedTokenIsTurnedAwayAndAnotherAccountSeesNothing() async throws {
         let server = try await LiveServer()
         defer { server.stop() }
