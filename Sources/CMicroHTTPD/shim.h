@@ -39,6 +39,10 @@ typedef struct cmhd_daemon_config {
     /// Called when a connection opens and closes (header deadlines).
     MHD_NotifyConnectionCallback connection_notify;
     void *connection_notify_context;
+    /// Decides at accept, from the client's address alone, whether a new
+    /// connection is served (MHD_YES) or closed at once (NULL: all are served).
+    MHD_AcceptPolicyCallback accept_policy;
+    void *accept_policy_context;
     /// Receives libmicrohttpd's own messages (NULL: they go to stderr as is).
     const struct cmhd_message_sink *message_sink;
 } cmhd_daemon_config;
@@ -94,14 +98,14 @@ static inline struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *con
     }
     // libmicrohttpd wants its logger as the very first option.
     if (config->message_sink != NULL) {
-        return MHD_start_daemon(config->flags, port, NULL, NULL,
+        return MHD_start_daemon(config->flags, port, config->accept_policy, config->accept_policy_context,
                                 config->handler, config->handler_context,
                                 MHD_OPTION_EXTERNAL_LOGGER, cmhd_format_message, (void *)config->message_sink,
                                 MHD_OPTION_ARRAY, options,
                                 MHD_OPTION_NOTIFY_COMPLETED, config->completed, config->completed_context,
                                 MHD_OPTION_END);
     }
-    return MHD_start_daemon(config->flags, port, NULL, NULL,
+    return MHD_start_daemon(config->flags, port, config->accept_policy, config->accept_policy_context,
                             config->handler, config->handler_context,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_NOTIFY_COMPLETED, config->completed, config->completed_context,

@@ -4,20 +4,23 @@ import Synchronization
 import SyncServer
 
 /// The sync server on HTTP/1.1 through libmicrohttpd: a small pool of
-/// epoll threads; each request's body is collected, its connection is
+/// poll(2) threads; each request's body is collected, its connection is
 /// suspended while `SyncServer.handle` runs (so a long poll holds no thread),
 /// then resumed to send the answer.
 public final class HTTPServer: Sendable {
     /// How the daemon runs.
     public struct Configuration: Sendable {
         public var address: ListenAddress
-        /// libmicrohttpd worker threads (each runs its own epoll loop).
+        /// libmicrohttpd worker threads (each runs its own poll(2) loop).
         public var threadPoolSize: Int
         /// Open connections at most; more are refused at accept.
         public var connectionLimit: Int
         /// Open connections from one client address at most (0: no limit);
         /// more are refused at accept, so one address cannot take them all.
         public var connectionsPerAddressMax: Int
+        /// New connections from one client address a second at most (0: no
+        /// limit); more are closed at accept, unread and unanswered.
+        public var newConnectionsPerAddressPerSecond: Int
         /// A request's head must arrive whole within this many seconds of
         /// the connection opening or of the previous answer, however slowly
         /// its bytes trickle in (kept-alive connections idle no longer).
@@ -44,7 +47,8 @@ public final class HTTPServer: Sendable {
 
         public init(
             address: ListenAddress, threadPoolSize: Int = 2, connectionLimit: Int = 4_000,
-            connectionsPerAddressMax: Int = 256, requestHeadTimeoutSeconds: Int = 15,
+            connectionsPerAddressMax: Int = 64, newConnectionsPerAddressPerSecond: Int = 200,
+            requestHeadTimeoutSeconds: Int = 15,
             requestBodyTimeoutSeconds: Int = 300, queryParametersMax: Int = 32,
             connectionTimeoutSeconds: Int = 60, connectionMemoryBytes: Int = 64 * 1_024,
             requestBodyBytesMax: Int, gzipMinimumBytes: Int = 128, tls: (certificatePEM: String, keyPEM: String)? = nil
@@ -53,6 +57,7 @@ public final class HTTPServer: Sendable {
             self.threadPoolSize = threadPoolSize
             self.connectionLimit = connectionLimit
             self.connectionsPerAddressMax = connectionsPerAddressMax
+            self.newConnectionsPerAddressPerSecond = newConnectionsPerAddressPerSecond
             self.requestHeadTimeoutSeconds = requestHeadTimeoutSeconds
             self.requestBodyTimeoutSeconds = requestBodyTimeoutSeconds
             self.queryParametersMax = queryParametersMax
@@ -71,12 +76,14 @@ public final class HTTPServer: Sendable {
 
     /// Starts listening at once.
     public init(server: SyncServer, configuration: Configuration, logger: any ServerLogger) throws(HTTPServerError) {
-        context = DaemonContext(
+        let rate = configuration.newConnectionsPerAddressPerSecond
+        context = try DaemonContext(
             server: server, logger: logger, requestBodyBytesMax: configuration.requestBodyBytesMax,
             gzipMinimumBytes: configuration.gzipMinimumBytes, queryParametersMax: configuration.queryParametersMax,
             deadlines: ConnectionDeadlines(
                 headSeconds: max(1, configuration.requestHeadTimeoutSeconds),
-                bodySeconds: max(1, configuration.requestBodyTimeoutSeconds)))
+                bodySeconds: max(1, configuration.requestBodyTimeoutSeconds)),
+            admission: rate > 0 ? ConnectionAdmission(perSecond: rate) : nil)
         daemon = try Daemon(configuration: configuration, context: context)
         port = daemon.port
     }
@@ -119,6 +126,7 @@ public final class HTTPServer: Sendable {
         }
         daemon.stop()
         context.deadlines.stop()
+        context.refusals.stop()
     }
 }
 
@@ -179,6 +187,8 @@ private final class Daemon: @unchecked Sendable {
             config.completed = mhdRequestCompleted
             config.completed_context = contextPointer
             config.per_address_connection_limit = UInt32(max(0, configuration.connectionsPerAddressMax))
+            config.accept_policy = mhdAcceptPolicy
+            config.accept_policy_context = contextPointer
             config.uri_logger = mhdRequestLine
             config.uri_logger_context = contextPointer
             config.connection_notify = mhdConnectionNotify

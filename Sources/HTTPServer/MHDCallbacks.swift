@@ -33,8 +33,18 @@ func mhdRequestLine(
     }
     let slot = RequestSlot(
         path: LogText.escaped(path, limit: 100), queryParameterCount: parameters,
-        client: connection.map(clientAddress) ?? "-")
+        client: connection.flatMap { cmhd_client_address($0) }.flatMap(ClientAddress.init))
     return Unmanaged.passRetained(slot).toOpaque()
+}
+
+/// `MHD_AcceptPolicyCallback`: a new connection, before libmicrohttpd makes
+/// anything for it; one refused is closed at once, unread.
+func mhdAcceptPolicy(
+    _ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t
+) -> MHD_Result {
+    guard let cls, let address, let client = ClientAddress(address) else { return .YES }
+    let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    return daemon.admit(client) ? .YES : .NO
 }
 
 /// `MHD_AccessHandlerCallback`: called once with the headers, once per body
@@ -132,12 +142,15 @@ func mhdConnectionNotify(
     }
 }
 
-/// libmicrohttpd's own messages, formatted by the shim: escaped into the log.
+/// libmicrohttpd's own messages, formatted by the shim: escaped into the log,
+/// within the refusal log's budget (a connection limit speaks once per refusal).
 func mhdMessage(_ cls: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
     guard let cls, let message else { return }
     let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
-    let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
-    daemon.logger.log("libmicrohttpd: \(LogText.escaped(text, limit: 300, keepingSpaces: true))")
+    daemon.refusals.log(.libmicrohttpd, from: nil) {
+        let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        return "libmicrohttpd: \(LogText.escaped(text, limit: 300, keepingSpaces: true))"
+    }
 }
 
 /// Every header line of the request, duplicates included, in order.
@@ -190,32 +203,6 @@ private func acceptsGzip(_ header: String) -> Bool {
         guard fields.first?.lowercased() == "gzip" else { return false }
         return !fields.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "") == "q=0" }
     }
-}
-
-private func clientAddress(_ connection: OpaquePointer) -> String {
-    guard let address = cmhd_client_address(connection) else { return "-" }
-    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-    switch Int32(address.pointee.sa_family) {
-    case AF_INET:
-        return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
-            var addr = v4.pointee.sin_addr
-            guard inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)) != nil else { return "-" }
-            return text(buffer)
-        }
-    case AF_INET6:
-        return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
-            var addr = v6.pointee.sin6_addr
-            guard inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count)) != nil else { return "-" }
-            return text(buffer)
-        }
-    default:
-        return "-"
-    }
-}
-
-/// The text of a NUL-terminated buffer.
-private func text(_ buffer: [CChar]) -> String {
-    String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 private func terminationReason(_ code: MHD_RequestTerminationCode) -> String {

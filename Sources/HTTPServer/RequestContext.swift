@@ -59,13 +59,14 @@ final class RequestContext: Sendable {
     /// The request body's `Content-Encoding`, when it has one.
     let contentEncoding: String?
     let declaredLength: Int?
-    let client: String
+    /// The client's address (nil when libmicrohttpd could not tell).
+    let client: ClientAddress?
     let started = ContinuousClock.now
     private let state = Mutex(State())
 
     init(
         method: String, path: String, query: [String: String], authorization: String?, acceptsGzip: Bool,
-        contentEncoding: String? = nil, declaredLength: Int?, client: String
+        contentEncoding: String? = nil, declaredLength: Int?, client: ClientAddress?
     ) {
         self.method = method
         self.path = path
@@ -76,6 +77,9 @@ final class RequestContext: Sendable {
         self.declaredLength = declaredLength
         self.client = client
     }
+
+    /// The client's address as the log shows it.
+    var clientText: String { client?.description ?? "-" }
 
     /// Appends body bytes; false when the body would pass `limit`.
     func append(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Bool {

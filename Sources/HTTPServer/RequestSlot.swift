@@ -14,10 +14,11 @@ final class RequestSlot: @unchecked Sendable {
     /// Query parameters in the request line, counted before libmicrohttpd
     /// parses them.
     let queryParameterCount: Int
-    let client: String
+    /// The client's address, made into text only for a log line.
+    let client: ClientAddress?
     var request: RequestContext?
 
-    init(path: String, queryParameterCount: Int, client: String) {
+    init(path: String, queryParameterCount: Int, client: ClientAddress?) {
         self.path = path
         self.queryParameterCount = queryParameterCount
         self.client = client

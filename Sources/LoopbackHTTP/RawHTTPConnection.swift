@@ -11,10 +11,22 @@ public final class RawHTTPConnection {
     public let socket: Int32
     private var buffer = Data()
 
-    /// Connects; a read waits at most `receiveTimeoutSeconds`.
-    public init(port: UInt16, receiveTimeoutSeconds: Int = 60) throws(RawHTTPError) {
+    /// Connects from `source` (another loopback address stands for another
+    /// client); a read waits at most `receiveTimeoutSeconds`.
+    public init(port: UInt16, receiveTimeoutSeconds: Int = 60, source: String = "127.0.0.1") throws(RawHTTPError) {
         socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw RawHTTPError("socket() failed: errno \(errno)") }
+        if source != "127.0.0.1" {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else { throw RawHTTPError("bind() to \(source) failed: errno \(errno)") }
+        }
         var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1

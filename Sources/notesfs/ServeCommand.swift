@@ -51,7 +51,10 @@ struct ServeCommand: Command {
           --threads N            HTTP worker threads (default 2)
           --max-connections N    Open connections at most (default 4000)
           --max-connections-per-address N
-                                 Open connections from one client address at most (default 256)
+                                 Open connections from one client address at most (default 64)
+          --new-connections-per-address N
+                                 New connections from one client address a second at most
+                                 (default 200; 0: no limit); more are closed at accept
           --connection-timeout S Close a connection idle S seconds (default 60)
           --header-timeout S     A request's head must arrive whole within S seconds of
                                  connecting or of the previous answer (default 15)
@@ -62,7 +65,7 @@ struct ServeCommand: Command {
         """
     static let spec = ArgumentSpec(options: [
         "--listen", "--data", "--postgres", "--counter-mark", "--pool-size", "--group-writers", "--retention-days", "--history-days", "--history-max-mb", "--tls-cert", "--tls-key", "--threads", "--max-connections",
-        "--max-connections-per-address", "--header-timeout", "--body-timeout", "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
+        "--max-connections-per-address", "--new-connections-per-address", "--header-timeout", "--body-timeout", "--connection-timeout", "--note-max-bytes", "--push-max-changes", "--push-max-bytes",
     ])
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
@@ -129,7 +132,8 @@ struct ServeCommand: Command {
         let configuration = HTTPServer.Configuration(
             address: address, threadPoolSize: try positive(arguments, "--threads", 2),
             connectionLimit: try positive(arguments, "--max-connections", 4_000),
-            connectionsPerAddressMax: try positive(arguments, "--max-connections-per-address", 256),
+            connectionsPerAddressMax: try positive(arguments, "--max-connections-per-address", 64),
+            newConnectionsPerAddressPerSecond: try notNegative(arguments, "--new-connections-per-address", 200),
             requestHeadTimeoutSeconds: try positive(arguments, "--header-timeout", 15),
             requestBodyTimeoutSeconds: try positive(arguments, "--body-timeout", 300),
             connectionTimeoutSeconds: try positive(arguments, "--connection-timeout", 60),
@@ -262,6 +266,12 @@ struct ServeCommand: Command {
             throw CommandError.failed("cannot check the counter mark: \(error)")
         }
         return keeper
+    }
+
+    private static func notNegative(_ arguments: ParsedArguments, _ name: String, _ fallback: Int) throws -> Int {
+        let value = try arguments.integer(name, default: fallback)
+        guard value >= 0 else { throw CommandError.usage("\(name) must be 0 or more") }
+        return value
     }
 
     private static func positive(_ arguments: ParsedArguments, _ name: String, _ fallback: Int) throws -> Int {

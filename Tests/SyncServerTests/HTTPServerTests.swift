@@ -153,11 +153,14 @@ final class CollectingLogger: ServerLogger {
     /// (`scripts/bench-server`, the "long polls parked" row); this checks what
     /// holds on any machine.
     @Test func fiveHundredParkedLongPollsLeavePushesServedAndOneChangeWakesThemAll() async throws {
-        // All from one address: no per-address limit here. The polls wait up
+        // All from one address: no per-address limits here. The polls wait up
         // to ten minutes: only the change can answer them within this test.
         var limits = ProtocolLimits.standard
         limits.waitSecondsMax = 600
-        let (h, transport) = try Self.harness(limits: limits) { $0.connectionsPerAddressMax = 0 }
+        let (h, transport) = try Self.harness(limits: limits) {
+            $0.connectionsPerAddressMax = 0
+            $0.newConnectionsPerAddressPerSecond = 0
+        }
         let watched = try await h.account("watched")
         let writer = try await h.account("writer")
         let port = transport.port

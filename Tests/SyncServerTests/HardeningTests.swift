@@ -17,9 +17,11 @@ import TestSupport
         let server: ServerProcess
         let token: String
 
-        init() throws {
+        /// `arguments`: more `serve` flags.
+        init(arguments: [String] = []) throws {
             directory = try TemporaryDirectory(prefix: "notesfs-hardening")
             server = ServerProcess(dataDirectory: directory.file("server"))
+            server.extraArguments = arguments
             let tokenPath = directory.file("alice.token")
             try server.addAccount("alice", tokenPath: tokenPath)
             token = try String(contentsOfFile: tokenPath, encoding: .utf8)

@@ -36,8 +36,11 @@ final class PostgresFleet: Sendable {
             for index in 0..<processes {
                 // The first process packs its groups with one writer; the others keep the default two.
                 let writers = index == 0 ? ["--group-writers", "1"] : []
+                // Behind the balancer every client comes from its address (docs/operations.md).
+                let proxied = ["--max-connections-per-address", "4000", "--new-connections-per-address", "0"]
                 let server = try SpawnedProcess(
-                    [binary, "serve", "--postgres", conninfo, "--listen", "127.0.0.1:0", "--pool-size", "4"] + writers,
+                    [binary, "serve", "--postgres", conninfo, "--listen", "127.0.0.1:0", "--pool-size", "4"] + writers
+                        + proxied,
                     outputPath: directory.file("serve\(index).log"))
                 servers.append(server)
                 ports.append(try Self.waitForPort(server))
