@@ -50,14 +50,14 @@ final class PostgresFleet: Sendable {
         }
         let port = try PostgresCluster.freePort()
         let backends = ports.enumerated().map { index, port in
-            "    server s\(index) 127.0.0.1:\(port) check inter 200ms fall 3 rise 2 observe layer4 error-limit 1 on-error mark-down"
+            "    server s\(index) 127.0.0.1:\(port) check inter 200ms fall 3 rise 2"
         }.joined(separator: "\n")
         let configuration = """
             global
                 maxconn 500
             defaults
                 mode http
-                timeout connect 2s
+                timeout connect 500ms
                 timeout client 60s
                 timeout server 60s
                 retries 3
