@@ -47,7 +47,8 @@ public struct RemoteCommit: Sendable, Hashable {
             guard let device = DeviceID(String(rest[0])), let from = Int64(rest[1]), let to = Int64(rest[2]),
                 from < to, !rest[3].isEmpty
             else { return nil }
-            self.init(account: AccountID(account), own: OwnChanges(device: device, epoch: String(rest[3]), from: from, to: to))
+            let own = OwnChanges(device: device, epoch: String(rest[3]), from: from, to: to)
+            self.init(account: AccountID(account), own: own)
         default:
             return nil
         }

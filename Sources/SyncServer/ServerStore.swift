@@ -161,6 +161,7 @@ public protocol ServerStore: Sendable {
 }
 
 extension ServerStore {
+    /// For a store no other process shares: the plain `push`, nobody to tell.
     public func push<Result: Sendable>(
         account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,
         _ body: @escaping @Sendable (any PushTransaction) throws -> Result

@@ -58,8 +58,13 @@ import Testing
             #expect(RemoteCommit(payloadFields: fields[...]) == commit, "\(commit.payload)")
             #expect(commit.payload.utf8.count < 200, "far below PostgreSQL's 8,000-byte payload limit")
         }
-        for text in ["", "x", "7:\(device)", "7:\(device):44:41:e", "7:\(device):41:44:", "7:nodevice:41:44:e", "7:\(device):41:44:e:more"] {
-            #expect(RemoteCommit(payloadFields: text.split(separator: ":", omittingEmptySubsequences: false)[...]) == nil, "\(text)")
+        let malformed = [
+            "", "x", "7:\(device)", "7:\(device):44:41:e", "7:\(device):41:44:", "7:nodevice:41:44:e",
+            "7:\(device):41:44:e:more",
+        ]
+        for text in malformed {
+            let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+            #expect(RemoteCommit(payloadFields: fields[...]) == nil, "\(text)")
         }
     }
 }

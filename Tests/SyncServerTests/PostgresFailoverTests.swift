@@ -177,16 +177,21 @@ import TestSupport
             }
             if try reply.decode(PushResponse.self).results != push.results { differing += push.changeIds }
         }
-        #expect(differing.isEmpty, "\(differing.count) repeated changes got another answer, e.g. \(differing.first.map { "\($0)" } ?? "")")
+        #expect(
+            differing.isEmpty,
+            "\(differing.count) repeated changes got another answer, e.g. \(differing.first.map { "\($0)" } ?? "")")
         let counterAfter = try await account.store.accounts().first?.counter ?? -1
-        #expect(counterAfter == counterBefore, "repeating the pushes moved the counter \(counterBefore) → \(counterAfter)")
+        #expect(
+            counterAfter == counterBefore, "repeating the pushes moved the counter \(counterBefore) → \(counterAfter)")
 
         FileHandle.standardError.write(
             Data(("failover: \(pushes.count) pushes (\(told.count) changes) from \(Self.clients) clients; "
-                + "\(cut.count) pushes retried after the kill (\(cut.map(\.cutAttempts).reduce(0, +)) attempts without an answer); "
+                + "\(cut.count) pushes retried after the kill "
+                + "(\(cut.map(\.cutAttempts).reduce(0, +)) attempts without an answer); "
                 + "the longest wait for an answer around the kill \(Self.milliseconds(stall)) ms "
                 + "(before it \(Self.milliseconds(usual)) ms); "
-                + "the restarted process took a push \(Self.milliseconds(rejoinedAfter)) ms after it was started\n").utf8))
+                + "the restarted process took a push \(Self.milliseconds(rejoinedAfter)) ms after it was started\n")
+                .utf8))
         await account.store.close()
     }
 }

@@ -39,7 +39,8 @@ final class PostgresFleet: Sendable {
         var ports: [UInt16] = []
         do {
             for index in 0..<processes {
-                let server = try Self.startServer(binary, conninfo: conninfo, index: index, port: 0, log: directory.file("serve\(index).log"))
+                let server = try Self.startServer(
+                    binary, conninfo: conninfo, index: index, port: 0, log: directory.file("serve\(index).log"))
                 servers.append(server)
                 ports.append(try Self.waitForPort(server))
             }
@@ -130,11 +131,13 @@ final class PostgresFleet: Sendable {
         guard !old.isRunning else { throw HarnessError("process \(index) is still running") }
         var attempt = 1
         while FileManager.default.fileExists(atPath: directory.file("serve\(index)-\(attempt).log")) { attempt += 1 }
-        let server = try Self.startServer(
-            binary, conninfo: conninfo, index: index, port: ports[index], log: directory.file("serve\(index)-\(attempt).log"))
+        let log = directory.file("serve\(index)-\(attempt).log")
+        let server = try Self.startServer(binary, conninfo: conninfo, index: index, port: ports[index], log: log)
         processes.withLock { $0[index] = server }
         let port = try Self.waitForPort(server)
-        guard port == ports[index] else { throw HarnessError("process \(index) came back on port \(port), not \(ports[index])") }
+        guard port == ports[index] else {
+            throw HarnessError("process \(index) came back on port \(port), not \(ports[index])")
+        }
     }
 
     private static func waitForPort(_ server: SpawnedProcess) throws -> UInt16 {

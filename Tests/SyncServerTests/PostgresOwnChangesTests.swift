@@ -92,7 +92,8 @@ import TestSupport
         // Another device's change through A wakes it, with that change only.
         _ = try await a.push([Make.note(body: "theirs\n")], token: token, device: DeviceID())
         let page = try await polled
-        #expect(page.changes.map { $0.note?.bodyBytes() } == [Data("theirs\n".utf8)], "the poll carried back its own change")
+        #expect(
+            page.changes.map { $0.note?.bodyBytes() } == [Data("theirs\n".utf8)], "the poll carried back its own change")
         #expect(page.from == ownCursor, "the page starts after the device's own change")
         await a.close()
         await b.close()
