@@ -45,6 +45,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
         /// Replaces the kept result with a failure (its writes did not make it).
         let failed: (any Error) -> Void
         let finish: ((any Error)?) -> Void
+        /// The pushing device's own new versions, read from the kept result.
+        let ownChanges: () -> OwnChanges?
     }
 
     /// Holds a job's result between `run` and `finish`; touched only on one writer thread.
@@ -66,13 +68,14 @@ final class PostgresGroupWriter: @unchecked Sendable {
     private var running = 0
     private let groupPushesMax: Int
     private let attemptsMax: Int
-    private let onCommit: @Sendable ([AccountID]) -> Void
+    private let onCommit: @Sendable ([RemoteCommit]) -> Void
 
     /// Starts `writers` threads (each with one connection, made on first
-    /// use). `onCommit` gets the accounts a committed group applied changes to.
+    /// use). `onCommit` gets what a committed group applied: one commit per
+    /// push that knows its device's own versions, one per other account.
     init(
         conninfo: String, settings: [PostgresConnection.SessionSetting], writers: Int, groupPushesMax: Int,
-        attemptsMax: Int, onCommit: @escaping @Sendable ([AccountID]) -> Void
+        attemptsMax: Int, onCommit: @escaping @Sendable ([RemoteCommit]) -> Void
     ) {
         precondition(writers >= 1 && groupPushesMax >= 1 && attemptsMax >= 1, "group writer limits must be positive")
         self.conninfo = conninfo
@@ -91,7 +94,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
     /// Runs `body` for `account` in the next group's transaction and returns
     /// its result once that group's `COMMIT` returned.
     func push<T: Sendable>(
-        account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> T
+        account: AccountID, ownChanges: @escaping @Sendable (T) -> OwnChanges?,
+        _ body: @escaping @Sendable (any PushTransaction) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let box = ResultBox<T>()
@@ -110,7 +114,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
                         // Errors of the push body (the processor's own) pass through.
                         continuation.resume(with: box.result.mapError { PostgresServerStore.storeError($0) })
                     }
-                })
+                },
+                ownChanges: { (try? box.result.get()).flatMap(ownChanges) })
             condition.lock()
             guard !stopped else {
                 condition.unlock()
@@ -175,8 +180,9 @@ final class PostgresGroupWriter: @unchecked Sendable {
                 }
                 current = open
                 let applied = isolated ? try runIsolated(jobs, open) : try runOptimistic(jobs, open)
+                let commits = Self.commits(applied: applied, jobs)
                 for job in jobs { job.finish(nil) }
-                if !applied.isEmpty { onCommit(applied) }
+                if !commits.isEmpty { onCommit(commits) }
                 return
             } catch let error as NeedsIsolation {
                 current?.rollbackQuietly()
@@ -210,6 +216,21 @@ final class PostgresGroupWriter: @unchecked Sendable {
 
     private func fail(_ jobs: [Job], _ error: any Error) {
         for job in jobs { job.finish(error) }
+    }
+
+    /// What to tell other processes of a committed group: each push that
+    /// knows its device's own versions, and each other account with new versions.
+    private static func commits(applied: [AccountID], _ jobs: [Job]) -> [RemoteCommit] {
+        guard !applied.isEmpty else { return [] }
+        var commits: [RemoteCommit] = []
+        var told = Set<AccountID>()
+        for job in jobs {
+            guard let own = job.ownChanges() else { continue }
+            commits.append(RemoteCommit(account: job.account, own: own))
+            told.insert(job.account)
+        }
+        for account in applied where !told.contains(account) { commits.append(RemoteCommit(account: account)) }
+        return commits
     }
 
     /// The statement locking the account rows of `jobs` in ascending order

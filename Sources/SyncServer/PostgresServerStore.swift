@@ -72,7 +72,7 @@ public final class PostgresServerStore: ServerStore {
         /// `withLock { $0 }` is re-wrapped in two reabstraction thunks on every
         /// read (the inout access writes it back wrapped), so each call got
         /// slower and deeper until the stack ran out.
-        let observer = Mutex<CommitObserver<AccountID>?>(nil)
+        let observer = Mutex<CommitObserver<RemoteCommit>?>(nil)
         /// The handler of token changes (adds and revocations) in any process.
         let tokenObserver = Mutex<CommitObserver<AccountID?>?>(nil)
         /// This store's random id: its own notifications are skipped (a local
@@ -148,11 +148,11 @@ public final class PostgresServerStore: ServerStore {
             conninfo: conninfo, settings: Self.plannerSettings, writers: options.groupWriters,
             groupPushesMax: options.groupPushesMax,
             attemptsMax: options.transactionAttemptsMax
-        ) { [notifier, shared] accounts in
+        ) { [notifier, shared] commits in
             // After the commit, batched on the notifier's own connection: a
             // NOTIFY inside the group would hold PostgreSQL's notify lock
             // across the commit's WAL flush and serialise every group.
-            for account in accounts { notifier.notify("c:\(shared.instance):\(account.rawValue)") }
+            for commit in commits { notifier.notify("c:\(shared.instance):\(commit.payload)") }
         }
         if options.listen {
             do {
@@ -167,10 +167,10 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    /// Calls `handler` with the account of every commit another process (or
-    /// another store object) makes; `notesfs serve` passes its notifier's
-    /// `notify`, so long polls wake in every process.
-    public func onRemoteCommit(_ handler: @escaping @Sendable (AccountID) -> Void) {
+    /// Calls `handler` with every commit another process (or another store
+    /// object) makes; `notesfs serve` passes it to `SyncServer.remoteCommitted`,
+    /// so long polls wake in every process and sleep through their own device's pushes.
+    public func onRemoteCommit(_ handler: @escaping @Sendable (RemoteCommit) -> Void) {
         shared.observer.withLock { $0 = CommitObserver(call: handler) }
     }
 
@@ -189,14 +189,22 @@ public final class PostgresServerStore: ServerStore {
             shared.tokenObserver.withLock { $0 }?.call(nil)
             return
         }
-        let parts = notification.payload.split(separator: ":", maxSplits: 2).map(String.init)
+        let payload = notification.payload
+        if payload.hasPrefix("c:") {
+            // c:<instance>:<commit's payload>
+            let fields = payload.split(separator: ":", omittingEmptySubsequences: false)
+            guard fields.count >= 3, fields[1] != shared.instance,
+                let commit = RemoteCommit(payloadFields: fields.dropFirst(2))
+            else { return }
+            shared.observer.withLock { $0 }?.call(commit)
+            return
+        }
+        let parts = payload.split(separator: ":", maxSplits: 1).map(String.init)
         if parts.count == 2, parts[0] == "e" {
             shared.epoch.withLock { $0 = parts[1] }
         } else if parts.count == 2, parts[0] == "t", let raw = Int64(parts[1]) {
             shared.forgetTokens(of: AccountID(raw))
             shared.tokenObserver.withLock { $0 }?.call(AccountID(raw))
-        } else if parts.count == 3, parts[0] == "c", parts[1] != shared.instance, let raw = Int64(parts[2]) {
-            shared.observer.withLock { $0 }?.call(AccountID(raw))
         }
     }
 
@@ -298,8 +306,17 @@ public final class PostgresServerStore: ServerStore {
     public func push<Result: Sendable>(
         account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result {
+        try await push(account: account, ownChanges: { _ in nil }, body)
+    }
+
+    /// Like `push`; the notification of the commit carries `ownChanges` of
+    /// the result, so other processes skip those versions for that device's polls.
+    public func push<Result: Sendable>(
+        account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,
+        _ body: @escaping @Sendable (any PushTransaction) throws -> Result
+    ) async throws -> Result {
         guard !closed.load(ordering: .acquiring) else { throw ServerStoreError.unavailable("the store is closed") }
-        return try await writer.push(account: account, body)
+        return try await writer.push(account: account, ownChanges: ownChanges, body)
     }
 
     public func changes(account: AccountID, after: Int64, rowsMax: Int, bytesMax: Int) async throws -> FeedRead {

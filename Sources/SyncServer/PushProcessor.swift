@@ -83,6 +83,10 @@ enum PushProcessor {
     /// How deep a folder chain may go before a move is refused as a cycle.
     static let folderDepthMax = 4_096
 
+    /// Each change's encoded result, the tally, and the head when every
+    /// version after the pusher's cursor is this push's own.
+    typealias Outcome = (results: [Data], tally: PushTally, caughtUp: Int64?)
+
     /// Applies `changes` in order and returns each change's encoded result.
     /// Throws `ServerError.changeIdReused` (rolling everything back) when a
     /// known change id comes with a different payload.
@@ -93,7 +97,7 @@ enum PushProcessor {
     static func apply(
         _ changes: [PreparedChange], in transaction: any PushTransaction, device: DeviceID, now: Date,
         clientCounter: Int64
-    ) throws -> (results: [Data], tally: PushTally, caughtUp: Int64?) {
+    ) throws -> Outcome {
         var counter = try transaction.lockAccount()
         let startCounter = counter
         let seen = try transaction.idempotencyRecords(changes.map(\.change.changeId))

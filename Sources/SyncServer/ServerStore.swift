@@ -69,6 +69,15 @@ public protocol ServerStore: Sendable {
         account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result
 
+    /// `push`, also telling the other processes sharing the store, with
+    /// their wake-up, which new versions are the pushing device's own
+    /// (`ownChanges` reads them from the body's result). A store used by one
+    /// process only ignores it.
+    func push<Result: Sendable>(
+        account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,
+        _ body: @escaping @Sendable (any PushTransaction) throws -> Result
+    ) async throws -> Result
+
     /// Entities of `account` whose version is above `after`, oldest first: at
     /// most `rowsMax` rows and about `bytesMax` bytes, at least one row when
     /// there is any. Read in one snapshot together with the head.
@@ -149,6 +158,16 @@ public protocol ServerStore: Sendable {
 
     /// Finishes queued work and closes the store; later calls fail with `unavailable`.
     func close() async
+}
+
+extension ServerStore {
+    /// For a store no other process shares: the plain `push`, nobody to tell.
+    public func push<Result: Sendable>(
+        account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,
+        _ body: @escaping @Sendable (any PushTransaction) throws -> Result
+    ) async throws -> Result {
+        try await push(account: account, body)
+    }
 }
 
 /// The primitives `PushProcessor` needs inside one push's transaction, in the

@@ -201,12 +201,18 @@ public final class SyncServer: Sendable {
         let now = clock.now()
         // A client with no cursor has seen nothing: it stands at 0.
         let clientCounter = push.cursor?.counter ?? 0
-        let outcome = try await store.push(account: account) { transaction in
-            try PushProcessor.apply(prepared, in: transaction, device: push.device, now: now, clientCounter: clientCounter)
+        let device = push.device
+        // Other processes hear the stretch with the commit and skip it for this device's polls too.
+        let own: @Sendable (PushProcessor.Outcome) -> OwnChanges? = { outcome in
+            guard let head = outcome.caughtUp, head > clientCounter else { return nil }
+            return OwnChanges(device: device, epoch: epoch, from: clientCounter, to: head)
         }
-        if let head = outcome.caughtUp {
+        let outcome = try await store.push(account: account, ownChanges: own) { transaction in
+            try PushProcessor.apply(prepared, in: transaction, device: device, now: now, clientCounter: clientCounter)
+        }
+        if let own = own(outcome) {
             // Before waking polls: this device's own poll sleeps through its push.
-            ownChanges.record(account: account, device: push.device, epoch: epoch, from: clientCounter, to: head)
+            ownChanges.record(account: account, device: device, epoch: epoch, from: own.from, to: own.to)
         }
         if outcome.tally.applied > 0 { notifier.notify(account) }
         metrics.record(outcome.tally)

@@ -121,8 +121,7 @@ struct ServeCommand: Command {
             logger: logger)
         // Commits made through other serve processes wake this one's long polls.
         if let shared = store as? PostgresServerStore {
-            let notifier = server.notifier
-            shared.onRemoteCommit { account in notifier.notify(account) }
+            shared.onRemoteCommit { commit in server.remoteCommitted(commit) }
             // A token revoked anywhere ends that account's parked polls with 401 at once.
             shared.onTokensChanged { account in server.tokensChanged(account: account) }
         }

@@ -50,4 +50,21 @@ import Testing
         ledger.record(account: account, device: device, epoch: "e", from: 10, to: 10)
         #expect(ledger.skip(account: account, device: device, epoch: "e", after: 10, head: 10) == nil)
     }
+
+    @Test func aCommitsNotificationTextCarriesTheDevicesStretchAndNothingMalformedPasses() throws {
+        let own = OwnChanges(device: device, epoch: "0123456789abcdef0123456789abcdef", from: 41, to: 44)
+        for commit in [RemoteCommit(account: account), RemoteCommit(account: AccountID(7), own: own)] {
+            let fields = commit.payload.split(separator: ":", omittingEmptySubsequences: false)
+            #expect(RemoteCommit(payloadFields: fields[...]) == commit, "\(commit.payload)")
+            #expect(commit.payload.utf8.count < 200, "far below PostgreSQL's 8,000-byte payload limit")
+        }
+        let malformed = [
+            "", "x", "7:\(device)", "7:\(device):44:41:e", "7:\(device):41:44:", "7:nodevice:41:44:e",
+            "7:\(device):41:44:e:more",
+        ]
+        for text in malformed {
+            let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+            #expect(RemoteCommit(payloadFields: fields[...]) == nil, "\(text)")
+        }
+    }
 }

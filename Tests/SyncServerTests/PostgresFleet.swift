@@ -9,14 +9,19 @@ import TestSupport
 
 /// Several real `notesfs serve --postgres` processes on one PostgreSQL
 /// schema, behind `haproxy` on loopback (round-robin, one request per
-/// connection so consecutive requests alternate). `stop()` ends everything
-/// it started, by pid.
+/// connection so consecutive requests alternate). haproxy checks every
+/// backend's `/healthz` every 200 ms, takes one down at its first refused
+/// connection, and sends a request whose connection failed to another
+/// backend at once (`option redispatch 1`). `restart` starts a killed
+/// process again on its port, as a supervisor would. `stop()` ends
+/// everything it started, by pid.
 final class PostgresFleet: Sendable {
     static let haproxyPath = "/usr/sbin/haproxy"
 
     let directory: TemporaryDirectory
-    let servers: [SpawnedProcess]
+    private let processes: Mutex<[SpawnedProcess]>
     let ports: [UInt16]
+    private let conninfo: String
     let haproxy: SpawnedProcess
     let port: UInt16
 
@@ -34,14 +39,8 @@ final class PostgresFleet: Sendable {
         var ports: [UInt16] = []
         do {
             for index in 0..<processes {
-                // The first process packs its groups with one writer; the others keep the default two.
-                let writers = index == 0 ? ["--group-writers", "1"] : []
-                // Behind the balancer every client comes from its address (docs/operations.md).
-                let proxied = ["--max-connections-per-address", "4000", "--new-connections-per-address", "0"]
-                let server = try SpawnedProcess(
-                    [binary, "serve", "--postgres", conninfo, "--listen", "127.0.0.1:0", "--pool-size", "4"] + writers
-                        + proxied,
-                    outputPath: directory.file("serve\(index).log"))
+                let server = try Self.startServer(
+                    binary, conninfo: conninfo, index: index, port: 0, log: directory.file("serve\(index).log"))
                 servers.append(server)
                 ports.append(try Self.waitForPort(server))
             }
@@ -59,11 +58,11 @@ final class PostgresFleet: Sendable {
                 maxconn 500
             defaults
                 mode http
-                timeout connect 2s
+                timeout connect 500ms
                 timeout client 60s
                 timeout server 60s
                 retries 3
-                option redispatch
+                option redispatch 1
             frontend notesfs
                 bind 127.0.0.1:\(port)
                 default_backend serve
@@ -85,7 +84,8 @@ final class PostgresFleet: Sendable {
             directory.remove()
             throw error
         }
-        self.servers = servers
+        self.processes = Mutex(servers)
+        self.conninfo = conninfo
         self.ports = ports
         self.haproxy = haproxy
         self.port = UInt16(port)
@@ -107,6 +107,39 @@ final class PostgresFleet: Sendable {
                 connection.write(RawHTTPConnection.requestBytes(method: "GET", target: Endpoint.healthz, headers: [:]))
             else { return false }
             return (try? connection.readResponse().status) == 200
+        }
+    }
+
+    private static func startServer(_ binary: String, conninfo: String, index: Int, port: UInt16, log: String) throws
+        -> SpawnedProcess
+    {
+        // The first process packs its groups with one writer; the others keep the default two.
+        let writers = index == 0 ? ["--group-writers", "1"] : []
+        // Behind the balancer every client comes from its address (docs/operations.md).
+        let proxied = ["--max-connections-per-address", "4000", "--new-connections-per-address", "0"]
+        return try SpawnedProcess(
+            [binary, "serve", "--postgres", conninfo, "--listen", "127.0.0.1:\(port)", "--pool-size", "4"] + writers
+                + proxied,
+            outputPath: log)
+    }
+
+    /// The serve processes, by index (a restarted one replaces its predecessor).
+    var servers: [SpawnedProcess] { processes.withLock { $0 } }
+
+    /// Starts process `index` again on its port (after it died) and waits
+    /// until it listens; its log starts afresh in `serve<index>-<n>.log`.
+    func restart(_ index: Int) throws {
+        guard let binary = MountFixture.binaryPath else { throw HarnessError("the notesfs binary is not built") }
+        let old = servers[index]
+        guard !old.isRunning else { throw HarnessError("process \(index) is still running") }
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: directory.file("serve\(index)-\(attempt).log")) { attempt += 1 }
+        let log = directory.file("serve\(index)-\(attempt).log")
+        let server = try Self.startServer(binary, conninfo: conninfo, index: index, port: ports[index], log: log)
+        processes.withLock { $0[index] = server }
+        let port = try Self.waitForPort(server)
+        guard port == ports[index] else {
+            throw HarnessError("process \(index) came back on port \(port), not \(ports[index])")
         }
     }
 
