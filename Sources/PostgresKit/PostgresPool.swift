@@ -71,6 +71,8 @@ public final class PostgresPool: Sendable {
 
     /// Connections made so far (at most `connectionsMax`).
     public var size: Int { state.withLock { $0.made } }
+    /// Requests waiting for a connection now.
+    public var waitingCount: Int { state.withLock { $0.waiters.count } }
 
     /// Runs `body` with a connection on that connection's queue. Connection
     /// failures arrive as `PostgresError` (`isUnavailable`).

@@ -45,7 +45,7 @@ final class Flag: Sendable {
         guard let cluster = PostgresTestCluster.cluster() else { return }
         let pool = PostgresPool(
             conninfo: cluster.conninfo(),
-            options: PostgresPool.Options(connectionsMax: 1, waitersMax: 1, acquireTimeoutSeconds: 0.3))
+            options: PostgresPool.Options(connectionsMax: 1, waitersMax: 1, acquireTimeoutSeconds: 2))
         // The holder keeps the only connection until both others have failed.
         let holding = Flag(), release = Flag()
         async let holder: Int = pool.withConnection { connection in
@@ -63,11 +63,13 @@ final class Flag: Sendable {
                 return error as? PostgresError
             }
         }
-        // Whichever comes first waits its 0.3 s and fails; the other finds
-        // the one waiting place taken and fails at once.
-        async let first = attempt()
-        async let second = attempt()
-        let errors = await [first, second]
+        // The first waits its 2 s and fails; the second, started once the
+        // first waits, finds the one waiting place taken and fails at once.
+        let first = Task { await attempt() }
+        #expect(try await waitUntil { pool.waitingCount == 1 })
+        let second = await attempt()
+        #expect(second?.description.contains("requests already wait") == true, "\(String(describing: second))")
+        let errors = [await first.value, second]
         release.set()
         #expect(errors.allSatisfy { $0?.kind == .poolExhausted && $0?.isUnavailable == true }, "maps to 503: \(errors)")
         #expect(errors.contains { $0?.description.contains("no connection of 1 was free") == true }, "\(errors)")
