@@ -41,11 +41,11 @@ extension SyncServer {
         let after = try afterParameter(request)
         let read = try await store.tree(
             account: account, at: at, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
-        var response = ServerResponse.json(
-            TreePage(
-                at: at, entries: read.entries.map(\.wire), hasMore: read.hasMore,
-                nextAfter: read.hasMore ? read.last?.description : nil, keptSince: read.keptSince,
-                account: try await accountKey(account)))
+        let page = TreePage(
+            at: at, entries: read.entries.map(\.wire), hasMore: read.hasMore,
+            nextAfter: read.hasMore ? read.last?.description : nil, keptSince: read.keptSince,
+            account: try await accountKey(account))
+        var response = ServerResponse(status: 200, contentType: "application/json", body: page.wireJSON)
         response.logNote = "account=\(account) rows=\(read.entries.count)"
         return response
     }

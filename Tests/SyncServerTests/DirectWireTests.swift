@@ -147,4 +147,25 @@ import Testing
             #expect(page.wireJSON == (try encoder.encode(page)), "\(Seeds.describe(seed))")
         }
     }
+
+    @Test func theWriterWritesPastTreePagesAsTheEncoderDoes() throws {
+        let encoder = WireCoding.encoder()
+        for seed in Seeds.list(count: 300) {
+            var random = SplitMix64(seed: seed)
+            func time() -> Date { Date(timeIntervalSince1970: Double(random.int(0..<4_000_000_000_000)) / 1000) }
+            let entries = (0..<random.int(0..<5)).map { _ in
+                let change = Self.change(&random)
+                return HistoricEntity(
+                    kind: change.kind, id: change.id, version: Int64(random.int(1..<Int.max)), changeId: change.changeId,
+                    time: time(), device: random.percent(70) ? DeviceID(random.uuid()) : nil,
+                    deleted: change.op == .delete, note: change.note, folder: change.folder)
+            }
+            let page = TreePage(
+                at: time(), entries: entries, hasMore: random.percent(50),
+                nextAfter: random.percent(50) ? "note:\(random.uuid())" : nil,
+                keptSince: random.percent(30) ? time() : nil,
+                account: random.percent(80) ? "00112233445566778899aabbccddeeff" : nil)
+            #expect(page.wireJSON == (try encoder.encode(page)), "\(Seeds.describe(seed))")
+        }
+    }
 }
