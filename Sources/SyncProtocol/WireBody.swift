@@ -47,14 +47,18 @@ public enum WireBody {
 
     /// The size of the bytes as a JSON string body (an upper bound).
     static func escapedSize(of bytes: Data) -> Int {
-        var size = 0
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x08, 0x09, 0x0A, 0x0C, 0x0D: size += 2
-            case 0..<0x20: size += 6
-            default: size += 1
+        // Over the raw buffer: Data's own iterator costs a call per byte, which
+        // made this the largest cost of serving a page of note bodies.
+        bytes.withUnsafeBytes { buffer in
+            var size = 0
+            for byte in buffer {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x08, 0x09, 0x0A, 0x0C, 0x0D: size += 2
+                case 0..<0x20: size += 6
+                default: size += 1
+                }
             }
+            return size
         }
-        return size
     }
 }
