@@ -61,6 +61,13 @@ public actor SyncEngine {
     /// The account it was found to sync as (`account:<key>`; nil from a
     /// server that names none).
     private var checkedAccount: String?
+    /// The engine runs on a queue of its own, off the cooperative pool (`EngineExecutor`).
+    private let executor = EngineExecutor(label: "notesfs.sync-engine")
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Whether the engine's code is running on its own queue right now (for tests).
+    func runsOnItsOwnQueue() -> Bool { executor.isCurrent }
 
     /// `tokenID` is the id of the token the transport sends (nil: one token
     /// per store, as in tests and the simulation).
