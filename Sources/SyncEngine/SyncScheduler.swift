@@ -111,27 +111,27 @@ public actor SyncScheduler {
     /// Rung when something may have made a run due; the loop sleeps on it.
     private let wakeAlarm = SchedulerAlarm()
     /// Rung at the end of every run; the long poll sleeps on it.
-    private let runEnded = SchedulerAlarm()
+    let runEnded = SchedulerAlarm()
     private let statusText = Mutex<String?>(nil)
     private let currentRun = Mutex<RunInfo?>(nil)
     private let lastProgress = Mutex(Progress())
 
-    private var backoff: Backoff
-    private var retryAt: Double?
-    private var lastOutcome: SyncRunOutcome?
+    var backoff: Backoff
+    var retryAt: Double?
+    var lastOutcome: SyncRunOutcome?
     private var runsCompleted = 0
     /// The hold last written to the log, so each run while held does not repeat it.
     private var lastHoldLogged: String?
     /// The last run was blocked (another account's token): only a run asked
     /// for (`notesfs sync`) checks again; local changes and the long poll wait.
-    private var blocked = false
+    var blocked = false
     /// The block last written to the log.
     private var lastBlockLogged: String?
     private var loopTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
     private var externalCommitTask: Task<Void, Never>?
     private var observerID: Int?
-    private var stopped = false
+    var stopped = false
 
     /// `random` returns numbers in `0..<1` (jitter); `log` gets one line per
     /// notable event and never note text or the token.
@@ -389,93 +389,5 @@ public actor SyncScheduler {
         let text = describe(delay)
         log(text.log)
         statusText.withLock { $0 = text.status }
-    }
-
-    // MARK: The long poll
-
-    private func pollLoop() async {
-        var pollBackoff = Backoff(baseSeconds: 0.5, capSeconds: configuration.pollBackoffCapSeconds)
-        var failing = false
-        // The first run (started with the loop) pulls what there is; polling
-        // before it ends would only ask for the same rows.
-        try? await clock.sleep(until: nil, orUntil: runEnded)
-        while !stopped && !Task.isCancelled {
-            if blocked {
-                // Another account's feed is none of this store's business;
-                // a run the user asks for checks again.
-                try? await clock.sleep(
-                    until: clock.now() + Double(configuration.longPollWaitSeconds), orUntil: runEnded)
-                continue
-            }
-            guard let cursorText = (try? store.syncState().cursor) ?? nil else {
-                // No cursor until the first run has pulled. While that run
-                // fails, probe the server, so its return is noticed long
-                // before the run's backoff (up to minutes) ends.
-                if case .failed? = lastOutcome {
-                    do {
-                        _ = try await transport.changes(since: nil, limit: 1, waitSeconds: 0)
-                        pollBackoff.succeeded()
-                        backoff.succeeded()
-                        retryAt = nil
-                        await triggerAndWait()
-                    } catch {
-                        try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
-                    }
-                } else {
-                    // The next run may bring a cursor.
-                    try? await clock.sleep(
-                        until: clock.now() + Double(configuration.longPollWaitSeconds), orUntil: runEnded)
-                }
-                continue
-            }
-            do {
-                let page = try await transport.changes(
-                    since: SyncCursor(rawValue: cursorText), limit: 1, waitSeconds: configuration.longPollWaitSeconds)
-                pollBackoff.succeeded()
-                if failing {
-                    failing = false
-                    log("sync: the server answers again")
-                    backoff.succeeded()
-                    retryAt = nil
-                    await triggerAndWait()
-                    continue
-                }
-                guard !page.changes.isEmpty || page.hasMore else { continue }
-                // The page starts where we polled, or past our own pushes.
-                let polled = SyncCursor(rawValue: cursorText)
-                let start = page.from ?? polled
-                let current = ((try? store.syncState().cursor) ?? nil).map(SyncCursor.init(rawValue:))
-                if current != start {
-                    // Our cursor moved meanwhile (our own run pulled it, or a
-                    // push settled): poll again from there. Unmoved while the
-                    // server started later: a push reply we never heard, so a
-                    // run catches up (polling again would get the same page).
-                    if current == polled { await triggerAndWait() }
-                    continue
-                }
-                // A page that holds all that happened is applied as it is,
-                // instead of being pulled again by a run.
-                if await engine.applyPolled(page, since: start) { continue }
-                await triggerAndWait()
-            } catch {
-                if stopped || Task.isCancelled { return }
-                switch error {
-                case .cursorGone:
-                    await triggerAndWait()
-                    try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
-                default:
-                    failing = true
-                    try? await clock.sleep(seconds: pollBackoff.failed(unit: random()))
-                }
-            }
-        }
-    }
-
-    /// Triggers a run and waits until one ends (bounded), so a poll that
-    /// keeps seeing the same change cannot spin.
-    private func triggerAndWait() async {
-        _ = runEnded.take()
-        requestRun()
-        try? await clock.sleep(until: clock.now() + configuration.backoffCapSeconds + 5, orUntil: runEnded)
     }
 }
