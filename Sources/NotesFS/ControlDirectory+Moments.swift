@@ -10,8 +10,8 @@ extension ControlDirectory {
 
     /// The control directory of a mount whose moments ask the server
     /// through `hooks` (when the command set a fetcher there).
-    init(store: NotesStore, hooks: MountHooks = MountHooks()) {
-        self.init(store: store, hooks: hooks, moments: MomentCache(store: store, hooks: hooks))
+    init(store: NotesStore, hooks: MountHooks = MountHooks(), log: MountLog = .discard) {
+        self.init(store: store, hooks: hooks, moments: MomentCache(store: store, hooks: hooks, log: log))
     }
 
     func atChild(name: String) -> Node? {
@@ -54,8 +54,12 @@ extension ControlDirectory {
     }
 
     func momentText(_ number: UInt64, _ index: Int) throws -> Data {
-        let (_, node) = try momentNode(number, index)
+        let (moment, node) = try momentNode(number, index)
         guard !node.isDirectory, let body = node.body else { throw FileSystemError.isADirectory }
+        if case .server(let version) = body {
+            guard let texts = moment.texts else { throw FileSystemError.io }
+            return try texts.text(ofNode: index, version: version)
+        }
         do {
             return try store.momentText(body)
         } catch {

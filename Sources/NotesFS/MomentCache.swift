@@ -8,10 +8,13 @@ public struct ServerMoment: Sendable {
     public var items: [MomentItem]
     /// From when the account's history is whole (nil: always).
     public var keptSince: Date?
+    /// Where the text of notes listed without it (`MomentBody.server`) comes from.
+    public var texts: ServerMomentTexts?
 
-    public init(items: [MomentItem], keptSince: Date?) {
+    public init(items: [MomentItem], keptSince: Date?, texts: ServerMomentTexts? = nil) {
         self.items = items
         self.keptSince = keptSince
+        self.texts = texts
     }
 }
 
@@ -27,6 +30,8 @@ struct ShownMoment: Sendable {
     var at: Date
     var tree: MomentTree
     var source: Source
+    /// The texts of notes the server listed without them; nil when the tree holds them all.
+    var texts: MomentTexts?
     /// Uptime when it was made; it is made again once `lifetime` has passed.
     var madeAt: UInt64
     var lifetimeNanoseconds: UInt64
@@ -64,10 +69,12 @@ final class MomentCache: Sendable {
     private let state = Mutex(State())
     private let store: NotesStore
     private let hooks: MountHooks
+    private let log: MountLog
 
-    init(store: NotesStore, hooks: MountHooks) {
+    init(store: NotesStore, hooks: MountHooks, log: MountLog) {
         self.store = store
         self.hooks = hooks
+        self.log = log
     }
 
     /// The moment kept under `number`, if it is still kept.
@@ -149,8 +156,11 @@ final class MomentCache: Sendable {
         }
         switch fetch.result.withLock({ $0 }) {
         case .success(let server)?:
+            let tree = MomentTree(items: server.items)
+            let lazy = server.items.contains { if case .server? = $0.body { true } else { false } }
+            let texts = lazy ? server.texts.map { MomentTexts(tree: tree, source: $0, momentName: name, log: log) } : nil
             return ShownMoment(
-                name: name, at: at, tree: MomentTree(items: server.items), source: .server(keptSince: server.keptSince),
+                name: name, at: at, tree: tree, source: .server(keptSince: server.keptSince), texts: texts,
                 madeAt: now, lifetimeNanoseconds: recent ? Self.shortLifetimeNanoseconds : Self.longLifetimeNanoseconds)
         case .failure(let error)?:
             return try offline(name: name, at: at, why: "the server could not be asked (\(error))")
@@ -164,7 +174,7 @@ final class MomentCache: Sendable {
         let (items, laterTexts) = OfflineMoment.items(at: nanoseconds, from: try store.momentRecords())
         return ShownMoment(
             name: name, at: at, tree: MomentTree(items: items), source: .thisMachine(why: why, laterTexts: laterTexts),
-            madeAt: DispatchTime.now().uptimeNanoseconds, lifetimeNanoseconds: Self.shortLifetimeNanoseconds)
+            texts: nil, madeAt: DispatchTime.now().uptimeNanoseconds, lifetimeNanoseconds: Self.shortLifetimeNanoseconds)
     }
 
     /// What `.notesfs/at/README` says: how to name a moment, and where each
@@ -192,6 +202,9 @@ final class MomentCache: Sendable {
             switch moment.source {
             case .server(let keptSince):
                 var line = "\(head), from the server's history."
+                if let texts = moment.texts {
+                    line += " Note texts are fetched as they are opened (\(texts.fetchedCount) so far)."
+                }
                 if let keptSince, keptSince > moment.at {
                     line += " The server keeps whole history only since \(MomentTime.localText(keptSince)),"
                         + " so notes whose versions of then were trimmed may be missing."

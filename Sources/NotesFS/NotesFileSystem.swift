@@ -35,7 +35,7 @@ public final class NotesFileSystem: FileSystemOperations {
         self.log = log
         let hooks = MountHooks()
         self.hooks = hooks
-        self.control = ControlDirectory(store: store, hooks: hooks)
+        self.control = ControlDirectory(store: store, hooks: hooks, log: log)
         ownerUID = getuid()
         ownerGID = getgid()
         dataDirectory = (store.path as NSString).deletingLastPathComponent

@@ -87,7 +87,7 @@ extension SimWorld {
         var after: EntityRef?
         var keptSince: Date?
         for _ in 0..<100_000 {
-            let page = try await serverStore.tree(account: account, at: time, after: after, rowsMax: 200, bytesMax: 4 << 20)
+            let page = try await serverStore.tree(account: account, at: time, after: after, rowsMax: 200, bytesMax: 4 << 20, bodies: true)
             keptSince = page.keptSince
             for record in page.entries where !record.deleted {
                 let parent = record.parentId.map(FolderID.init)

@@ -9,6 +9,9 @@ public enum MomentBody: Hashable, Sendable {
     case note(NoteID)
     /// An entry of the local history (`history` table).
     case history(Int64)
+    /// Version `version` of the note on the server, whose tree came without
+    /// the text: fetched from the server's history when first read.
+    case server(version: Int64)
 }
 
 /// A note or folder as it was at a past moment, before it is given a name
@@ -79,12 +82,14 @@ public struct MomentTree: Sendable {
 
     public init(items: [MomentItem]) {
         nodes = [Node(name: "", id: nil, parent: 0, isDirectory: true, size: 0, modifiedNanoseconds: 0, body: nil)]
+        nodes.reserveCapacity(items.count + 1)
+        byName.reserveCapacity(items.count)
         var folders: [FolderID: MomentItem] = [:]
         for item in items where item.kind == .folder { folders[FolderID(item.id)] = item }
         let parentOf: (FolderID) -> FolderID?? = { id in folders[id].map { $0.parentID.map(FolderID.init) } }
         let isLive: (FolderID) -> Bool = { folders[$0] != nil }
         // Each folder's node first, so notes and subfolders can name theirs.
-        let orderedFolders = folders.values.sorted { ($0.name, UUIDText.format($0.id)) < ($1.name, UUIDText.format($1.id)) }
+        let orderedFolders = folders.values.sorted(by: Self.precedes)
         var folderNodes: [FolderID: Int] = [:]
         for folder in orderedFolders {
             folderNodes[FolderID(folder.id)] = nodes.count
@@ -99,8 +104,7 @@ public struct MomentTree: Sendable {
             let parent = shown.flatMap { folderNodes[$0] } ?? 0
             members[parent, default: []].append((folder, folderNodes[FolderID(folder.id)] ?? 0))
         }
-        let notes = items.filter { $0.kind == .note }
-            .sorted { ($0.name, UUIDText.format($0.id)) < ($1.name, UUIDText.format($1.id)) }
+        let notes = items.filter { $0.kind == .note }.sorted(by: Self.precedes)
         for note in notes {
             let shown = FolderTree.displayedFolder(of: note.parentID.map(FolderID.init), isLive: isLive)
             let parent = shown.flatMap { folderNodes[$0] } ?? 0
@@ -129,6 +133,12 @@ public struct MomentTree: Sendable {
             let children = nodes[index].children
             nodes[index].children = children.sorted { nodes[$0].name < nodes[$1].name }
         }
+    }
+
+    /// By name, then by id (as its text sorts): the order taken names are given out in.
+    /// The id is compared only between equal names, and as bytes, never formatted.
+    private static func precedes(_ a: MomentItem, _ b: MomentItem) -> Bool {
+        a.name != b.name ? a.name < b.name : UUIDText.precedes(a.id, b.id)
     }
 
     /// The node named `name` in the directory node `parent`.

@@ -166,6 +166,9 @@ extension NotesStore {
             return data
         case .history(let seq):
             return try historyBody(seq)
+        case .server(let version):
+            // The mount fetches these from the server; this machine never had them here.
+            throw StoreError.notFound("version \(version) of a note from the server's history")
         case .note(let id):
             return try read { db in
                 let found = try db.queryOne(

@@ -14,6 +14,9 @@ public protocol HistoryTransport: Sendable {
     func version(of ref: EntityRef, version: Int64) async throws(TransportError) -> HistoricEntity?
     /// `GET /v1/history/tree`: one page of the tree as it was at `at`.
     func tree(at: Date, after: String?, limit: Int) async throws(TransportError) -> TreePage
+    /// `GET /v1/history/tree?bodies=false`: one page of the tree as it was
+    /// at `at`, without the notes' text.
+    func treeSummary(at: Date, after: String?, limit: Int) async throws(TransportError) -> TreeSummaryPage
 }
 
 /// Every version of an entity, or every entry of a past tree, fetched page
@@ -54,9 +57,34 @@ extension HistoryTransport {
     /// Every note and folder live at `at`, at the version it had then, in (kind, id) order.
     public func wholeTree(at: Date) async throws(TransportError) -> HistoryListing<HistoricEntity> {
         var listing = HistoryListing<HistoricEntity>(items: [], keptSince: nil)
+        try await forEachTreePage(at: at) { page in
+            listing.items += page.entries
+            listing.keptSince = page.keptSince
+        }
+        return listing
+    }
+
+    /// Hands each page of the tree at `at` (with the notes' text) to `receive`, in order.
+    public func forEachTreePage(at: Date, _ receive: (TreePage) -> Void) async throws(TransportError) {
         var after: String?
         for _ in 0..<Self.pagesMax {
             let page = try await tree(at: at, after: after, limit: 200)
+            receive(page)
+            guard page.hasMore else { return }
+            guard let next = page.nextAfter, next != after else {
+                throw .serverBroke("a tree page said more follow but gave no new nextAfter")
+            }
+            after = next
+        }
+        throw .serverBroke("the tree at \(WireTime.format(at)) did not end after \(Self.pagesMax) pages")
+    }
+
+    /// Every note and folder live at `at` without the notes' text, in (kind, id) order.
+    public func wholeTreeSummary(at: Date) async throws(TransportError) -> HistoryListing<TreeSummaryEntry> {
+        var listing = HistoryListing<TreeSummaryEntry>(items: [], keptSince: nil)
+        var after: String?
+        for _ in 0..<Self.pagesMax {
+            let page = try await treeSummary(at: at, after: after, limit: 1_000)
             listing.items += page.entries
             listing.keptSince = page.keptSince
             guard page.hasMore else { return listing }
@@ -99,5 +127,21 @@ extension HTTPSyncTransport: HistoryTransport {
         if let after { query.append(URLQueryItem(name: Endpoint.Query.after, value: after)) }
         let (status, data) = try await send(method: "GET", path: Endpoint.historyTree, query: query)
         return try TransportDecoding.decode(TreePage.self, status: status, body: data, server: serverName)
+    }
+
+    public func treeSummary(at: Date, after: String? = nil, limit: Int = 1_000) async throws(TransportError)
+        -> TreeSummaryPage
+    {
+        var query = [
+            URLQueryItem(name: Endpoint.Query.at, value: WireTime.format(at)),
+            URLQueryItem(name: Endpoint.Query.limit, value: String(limit)),
+            URLQueryItem(name: Endpoint.Query.bodies, value: "false"),
+        ]
+        if let after { query.append(URLQueryItem(name: Endpoint.Query.after, value: after)) }
+        let (status, data) = try await send(method: "GET", path: Endpoint.historyTree, query: query)
+        // The direct reader first: a page holds up to 1,000 entries, and a
+        // moment's first listing waits for every page.
+        if (200..<300).contains(status), let page = TreeSummaryPage.read(data) { return page }
+        return try TransportDecoding.decode(TreeSummaryPage.self, status: status, body: data, server: serverName)
     }
 }

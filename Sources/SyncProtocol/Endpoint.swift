@@ -14,7 +14,8 @@ public enum Endpoint {
     public static let historyVersions = "/v1/history/versions"
     /// `GET ?entity=<kind:id>&version=<version>`; the reply is a `VersionResponse`.
     public static let historyVersion = "/v1/history/version"
-    /// `GET ?at=<RFC 3339 time>&after=<token>&limit=<rows>`; the reply is a `TreePage`.
+    /// `GET ?at=<RFC 3339 time>&after=<token>&limit=<rows>`; the reply is a `TreePage`,
+    /// or with `bodies=false` a `TreeSummaryPage`.
     public static let historyTree = "/v1/history/tree"
     /// `GET`, no token: `{"status":"ok"}` while the server can serve.
     public static let healthz = "/healthz"
@@ -42,5 +43,8 @@ public enum Endpoint {
         public static let version = "version"
         /// The time `/v1/history/tree` shows the tree at (RFC 3339).
         public static let at = "at"
+        /// `false` asks `/v1/history/tree` for the tree without the notes' text
+        /// (`TreeSummaryPage`); `true`, the default, with it (`TreePage`).
+        public static let bodies = "bodies"
     }
 }

@@ -97,6 +97,35 @@ struct StrictJSONReader {
         return value
     }
 
+    /// A whole number from 0 to `Int64.max` written plainly; nil for anything else.
+    mutating func readNonNegativeInt64() -> Int64? {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "0") else { return readPositiveInt64() }
+        index += 1
+        if index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"):
+                return nil
+            default: break
+            }
+        }
+        return 0
+    }
+
+    /// `true` or `false`; nil for anything else.
+    mutating func readBool() -> Bool? {
+        skipWhitespace()
+        for (word, value) in [("true", true), ("false", false)] {
+            let utf8 = Array(word.utf8)
+            guard index + utf8.count <= bytes.count,
+                utf8.indices.allSatisfy({ bytes[index + $0] == utf8[$0] })
+            else { continue }
+            index += utf8.count
+            return value
+        }
+        return nil
+    }
+
     /// A UUID in its `8-4-4-4-12` form (either case); nil for anything else.
     mutating func readUUID() -> UUID? {
         skipWhitespace()

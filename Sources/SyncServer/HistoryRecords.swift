@@ -57,6 +57,16 @@ public struct VersionRecord: Hashable, Sendable {
 
     /// About how many bytes this version adds to a page.
     public var sizeEstimate: Int { name.utf8.count + size + 200 }
+
+    /// About how many bytes this version adds to a page, with its body or without.
+    public func sizeEstimate(withBody: Bool) -> Int { withBody ? sizeEstimate : name.utf8.count + 300 }
+
+    /// The version as the tree without text lists it (never a tombstone there).
+    public var treeSummary: TreeSummaryEntry {
+        TreeSummaryEntry(
+            kind: ref.kind, id: ref.id, version: version, changeId: changeId, time: time, device: device, name: name,
+            parentId: parentId, size: ref.kind == .note ? Int64(size) : 0)
+    }
 }
 
 /// One page of an entity's versions, newest first.

@@ -57,9 +57,9 @@ extension PostgresServerStore {
         }
     }
 
-    public func tree(account: AccountID, at: Date, after: EntityRef?, rowsMax: Int, bytesMax: Int) async throws
-        -> TreeRead
-    {
+    public func tree(
+        account: AccountID, at: Date, after: EntityRef?, rowsMax: Int, bytesMax: Int, bodies: Bool
+    ) async throws -> TreeRead {
         try await run { [self] connection in
             try retrying(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") {
                 let since = try connection.execute(
@@ -98,17 +98,19 @@ extension PostgresServerStore {
                     if !rows.isNull(row, 2) {
                         let record = try Self.versionRecord(rows, row, from: 3, ref: ref, body: nil)
                         if !record.deleted {
-                            if !entries.isEmpty && bytes + record.sizeEstimate > bytesMax {
+                            let estimate = record.sizeEstimate(withBody: bodies)
+                            if !entries.isEmpty && bytes + estimate > bytesMax {
                                 cut = true
                                 break
                             }
-                            bytes += record.sizeEstimate
+                            bytes += estimate
                             entries.append((record, try rows.bool(row, 2)))
                         }
                     }
                     last = ref
                 }
-                let records = try Self.withBodies(entries, account: account, connection)
+                let records = bodies
+                    ? try Self.withBodies(entries, account: account, connection) : entries.map(\.record)
                 return TreeRead(
                     entries: records, last: last, hasMore: cut || rows.rowCount > rowsMax, keptSince: keptSince)
             }

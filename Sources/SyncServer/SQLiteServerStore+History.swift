@@ -44,29 +44,33 @@ extension SQLiteServerStore {
         }
     }
 
-    public func tree(account: AccountID, at: Date, after: EntityRef?, rowsMax: Int, bytesMax: Int) async throws
-        -> TreeRead
-    {
+    public func tree(
+        account: AccountID, at: Date, after: EntityRef?, rowsMax: Int, bytesMax: Int, bodies: Bool
+    ) async throws -> TreeRead {
         try await read { connection in
             let keptSince = try Self.keptSince(connection, account: account)
             // As times are stored: whole milliseconds, rounded down.
             let time = Self.milliseconds(at)
             let start = after.map { ($0.kind.rawValue, UUIDText.format($0.id)) } ?? ("", "")
-            // Which version each entity had at `at`: its current row when that
-            // was made by then, else the replaced version in force then.
+            // Which version each entity had at `at`: its current row (read
+            // here, without the body) when that was made by then, else the
+            // replaced version in force then.
             let candidates = try connection.query(
                 """
-                SELECT e.kind, e.id, e.updated_at <= ?2, (
+                SELECT e.kind, e.id, e.updated_at <= ?2, CASE WHEN e.updated_at <= ?2 THEN NULL ELSE (
                     SELECT max(v.version) FROM entity_versions v
                     WHERE v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id
-                        AND v.updated_at <= ?2 AND v.replaced_at > ?2)
+                        AND v.updated_at <= ?2 AND v.replaced_at > ?2) END,
+                    e.version, e.change_id, e.deleted, e.name, length(e.body), e.parent_id, e.updated_at, e.device
                 FROM entities e WHERE e.account_id = ?1 AND (e.kind, e.id) > (?3, ?4)
                 ORDER BY e.kind, e.id LIMIT ?5
                 """, account.rawValue, time, start.0, start.1, rowsMax + 1
             ) { row in
-                (
-                    ref: EntityRef(kind: try Self.kind(row.string(0)), id: try Self.uuid(row.string(1))),
-                    current: row.bool(2), past: row.optionalInt64(3)
+                let ref = EntityRef(kind: try Self.kind(row.string(0)), id: try Self.uuid(row.string(1)))
+                let current = row.bool(2)
+                return (
+                    ref: ref, current: current ? try Self.versionRecord(row, ref: ref, body: nil, from: 4) : nil,
+                    past: row.optionalInt64(3)
                 )
             }
             var entries: [(record: VersionRecord, fromHistory: Bool)] = []
@@ -75,31 +79,29 @@ extension SQLiteServerStore {
             var cut = false
             for candidate in candidates.prefix(rowsMax) {
                 let found: VersionRecord?
-                if candidate.current {
-                    found = try connection.queryOne(
-                        """
-                        SELECT version, change_id, deleted, name, length(body), parent_id, updated_at, device
-                        FROM entities WHERE account_id = ? AND kind = ? AND id = ?
-                        """, account.rawValue, candidate.ref.kind.rawValue, UUIDText.format(candidate.ref.id)
-                    ) { row in try Self.versionRecord(row, ref: candidate.ref, body: nil) }
+                if let current = candidate.current {
+                    found = current
                 } else if let past = candidate.past {
                     found = try Self.historyRow(connection, account: account, ref: candidate.ref, version: past)
                 } else {
                     found = nil
                 }
                 if let found, !found.deleted {
-                    if !entries.isEmpty && bytes + found.sizeEstimate > bytesMax {
+                    let estimate = found.sizeEstimate(withBody: bodies)
+                    if !entries.isEmpty && bytes + estimate > bytesMax {
                         cut = true
                         break
                     }
-                    bytes += found.sizeEstimate
-                    entries.append((found, !candidate.current))
+                    bytes += estimate
+                    entries.append((found, candidate.current == nil))
                 }
                 last = candidate.ref
             }
             let records = try entries.map { entry in
                 var record = entry.record
-                if record.ref.kind == .note { record.body = try Self.body(connection, account: account, entry) }
+                if bodies, record.ref.kind == .note {
+                    record.body = try Self.body(connection, account: account, entry)
+                }
                 return record
             }
             return TreeRead(
@@ -236,20 +238,23 @@ extension SQLiteServerStore {
     }
 
     /// A version from the columns version, change_id, deleted, name,
-    /// length(body), parent_id, updated_at, device (and the body at `body`).
-    static func versionRecord(_ row: Row, ref: EntityRef, body: Int?) throws -> VersionRecord {
-        guard let changeId = ChangeID(row.string(1)) else {
-            throw ServerStoreError.failure("stored change id '\(row.string(1))' is not a UUID")
+    /// length(body), parent_id, updated_at, device starting at column
+    /// `first` (and the body at `body`).
+    static func versionRecord(_ row: Row, ref: EntityRef, body: Int?, from first: Int = 0) throws -> VersionRecord {
+        guard let changeId = ChangeID(row.string(first + 1)) else {
+            throw ServerStoreError.failure("stored change id '\(row.string(first + 1))' is not a UUID")
         }
-        let device = try row.optionalString(7).map { text in
+        let device = try row.optionalString(first + 7).map { text in
             guard let device = DeviceID(text) else {
                 throw ServerStoreError.failure("stored device id '\(text)' is not a UUID")
             }
             return device
         }
         return VersionRecord(
-            ref: ref, version: row.int64(0), changeId: changeId, deleted: row.bool(2), name: row.string(3),
-            body: body.map { row.data($0) } ?? Data(), size: row.optionalInt64(4).map { Int($0) } ?? 0,
-            parentId: try row.optionalString(5).map(uuid), time: date(milliseconds: row.int64(6)), device: device)
+            ref: ref, version: row.int64(first), changeId: changeId, deleted: row.bool(first + 2),
+            name: row.string(first + 3), body: body.map { row.data($0) } ?? Data(),
+            size: row.optionalInt64(first + 4).map { Int($0) } ?? 0,
+            parentId: try row.optionalString(first + 5).map(uuid), time: date(milliseconds: row.int64(first + 6)),
+            device: device)
     }
 }

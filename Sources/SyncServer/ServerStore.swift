@@ -140,9 +140,11 @@ public protocol ServerStore: Sendable {
 
     /// Looks at up to `rowsMax` entities after `after` in (kind, id) order and
     /// returns those live at `at`, each at the version it had then (the newest
-    /// made at or before `at` and replaced after it), with their content, up
-    /// to about `bytesMax` bytes (at least one). Read in one snapshot.
-    func tree(account: AccountID, at: Date, after: EntityRef?, rowsMax: Int, bytesMax: Int) async throws -> TreeRead
+    /// made at or before `at` and replaced after it), with their content
+    /// (note bodies only when `bodies`), up to about `bytesMax` bytes (at
+    /// least one). Read in one snapshot.
+    func tree(account: AccountID, at: Date, after: EntityRef?, rowsMax: Int, bytesMax: Int, bodies: Bool)
+        async throws -> TreeRead
 
     /// The accounts whose history holds any version.
     func historyAccounts() async throws -> [AccountID]

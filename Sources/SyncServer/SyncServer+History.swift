@@ -37,16 +37,26 @@ extension SyncServer {
         guard let at = WireTime.parse(text) else {
             throw ServerError.badRequest("at must be an RFC 3339 time such as 2025-01-05T14:03:22Z")
         }
-        let limit = try pageLimit(request, max: limits.pageRowsMax)
+        let bodies = try booleanParameter(request, Endpoint.Query.bodies) ?? true
+        // Without text an entry is a few hundred bytes: pages as long as the index's.
+        let limit = try pageLimit(request, max: bodies ? limits.pageRowsMax : limits.indexRowsMax)
         let after = try afterParameter(request)
         let read = try await store.tree(
-            account: account, at: at, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
-        let page = TreePage(
-            at: at, entries: read.entries.map(\.wire), hasMore: read.hasMore,
-            nextAfter: read.hasMore ? read.last?.description : nil, keptSince: read.keptSince,
-            account: try await accountKey(account))
-        var response = ServerResponse(status: 200, contentType: "application/json", body: page.wireJSON)
-        response.logNote = "account=\(account) rows=\(read.entries.count)"
+            account: account, at: at, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax, bodies: bodies)
+        let nextAfter = read.hasMore ? read.last?.description : nil
+        let key = try await accountKey(account)
+        let body =
+            bodies
+            ? TreePage(
+                at: at, entries: read.entries.map(\.wire), hasMore: read.hasMore, nextAfter: nextAfter,
+                keptSince: read.keptSince, account: key
+            ).wireJSON
+            : TreeSummaryPage(
+                at: at, entries: read.entries.map(\.treeSummary), hasMore: read.hasMore, nextAfter: nextAfter,
+                keptSince: read.keptSince, account: key
+            ).wireJSON
+        var response = ServerResponse(status: 200, contentType: "application/json", body: body)
+        response.logNote = "account=\(account) rows=\(read.entries.count)\(bodies ? "" : " bodies=false")"
         return response
     }
 
@@ -88,6 +98,16 @@ extension SyncServer {
             throw ServerError.badRequest("entity must be note:<id> or folder:<id>")
         }
         return ref
+    }
+
+    /// A `true`/`false` parameter, nil when absent.
+    private func booleanParameter(_ request: ServerRequest, _ name: String) throws -> Bool? {
+        switch request.query[name] {
+        case nil: return nil
+        case "true": return true
+        case "false": return false
+        default: throw ServerError.badRequest("\(name) must be true or false")
+        }
     }
 
     /// A version number parameter (1 or more), nil when absent.

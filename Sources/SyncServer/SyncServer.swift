@@ -82,7 +82,7 @@ public final class SyncServer: Sendable {
             case .index: [Endpoint.Query.after, Endpoint.Query.limit]
             case .versions: [Endpoint.Query.entity, Endpoint.Query.before, Endpoint.Query.limit]
             case .version: [Endpoint.Query.entity, Endpoint.Query.version]
-            case .tree: [Endpoint.Query.at, Endpoint.Query.after, Endpoint.Query.limit]
+            case .tree: [Endpoint.Query.at, Endpoint.Query.after, Endpoint.Query.limit, Endpoint.Query.bodies]
             default: []
             }
         }

@@ -98,7 +98,17 @@ struct ShowCommand: Command {
         }
         let (items, _) = try await transport.momentItems(at: time)
         let tree = MomentTree(items: items)
-        guard let node = tree.node(atPath: path), case .text(let bytes)? = tree.nodes[node].body else { return .none }
-        return .text(bytes)
+        guard let node = tree.node(atPath: path), let id = tree.nodes[node].id else { return .none }
+        switch tree.nodes[node].body {
+        case .text(let bytes)?:
+            return .text(bytes)
+        case .server(let version)?:
+            guard let bytes = try await transport.momentText(of: NoteID(id), version: version) else {
+                throw CommandError.failed("the server no longer keeps that version (trimmed)")
+            }
+            return .text(bytes)
+        default:
+            return .none
+        }
     }
 }

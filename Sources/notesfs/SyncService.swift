@@ -1,5 +1,6 @@
 import Foundation
 import NotesFS
+import NotesModel
 import NotesStore
 import SyncEngine
 import SyncServer
@@ -54,7 +55,14 @@ final class SyncService: Sendable {
         mount.hooks.onStatus { scheduler.live }
         mount.hooks.onMomentFetch { at in
             let (items, keptSince) = try await transport.momentItems(at: at)
-            return ServerMoment(items: items, keptSince: keptSince)
+            let texts = ServerMomentTexts(
+                one: { id, version in try await transport.momentText(of: NoteID(id), version: version) },
+                all: { receive in
+                    try await transport.forEachMomentText(at: at) { page in
+                        receive(page.map { ServerMomentTexts.Text(id: $0.id.uuid, version: $0.version, text: $0.text) })
+                    }
+                })
+            return ServerMoment(items: items, keptSince: keptSince, texts: texts)
         }
     }
 

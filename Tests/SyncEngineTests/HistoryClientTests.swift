@@ -52,6 +52,73 @@ import Testing
         #expect(try await client.wholeTree(at: created.addingTimeInterval(-3_600)).items.isEmpty)
     }
 
+    @Test func aMomentsTreeComesWithoutTextAndEachTextIsFetchedByItsVersion() async throws {
+        let server = try await LiveServer()
+        defer { server.stop() }
+        let laptop = try server.device("laptop")
+        let work = try laptop.store.makeFolders(path: ["Work"])
+        let plan = try laptop.store.createNote(in: work, title: "plan.md", body: Data("één\n".utf8))
+        let todo = try laptop.store.createNote(in: .root, title: "todo.md", body: Data("milk\n".utf8))
+        #expect(await laptop.engine.sync() == .succeeded)
+        try await Task.sleep(for: .milliseconds(20))
+        let then = Date()
+        try await Task.sleep(for: .milliseconds(20))
+        try laptop.store.replaceBody(of: plan, with: Data("rewritten later\n".utf8))
+        #expect(await laptop.engine.sync() == .succeeded)
+
+        let client = laptop.transport
+        let (items, keptSince) = try await client.momentItems(at: then)
+        #expect(keptSince == nil)
+        let byID = Dictionary(uniqueKeysWithValues: items.map { ($0.id, $0) })
+        guard case .folder(let workID) = work else {
+            Issue.record("Work is not a folder: \(work)")
+            return
+        }
+        #expect(byID[workID.uuid]?.kind == .folder && byID[workID.uuid]?.body == nil)
+        let planItem = try #require(byID[plan.uuid])
+        #expect(planItem.name == "plan.md" && planItem.parentID == workID.uuid && planItem.size == 6)
+        guard case .server(let version)? = planItem.body else {
+            Issue.record("plan.md came with its text: \(String(describing: planItem.body))")
+            return
+        }
+        let text = try await client.momentText(of: plan, version: version)
+        #expect(text == Data("één\n".utf8))
+        #expect(byID[todo.uuid]?.size == 5)
+        let never = try await client.momentText(of: plan, version: 99)
+        #expect(never == nil, "a version never made")
+
+        var texts: [NoteID: Data] = [:]
+        try await client.forEachMomentText(at: then) { page in
+            for text in page { texts[text.id] = text.text }
+        }
+        #expect(texts == [plan: Data("één\n".utf8), todo: Data("milk\n".utf8)])
+    }
+
+    /// A server from before tree pages without text answers 400 to `bodies`.
+    struct ServerBeforeSummaries: HistoryTransport {
+        let page: TreePage
+        func versions(of ref: EntityRef, before: Int64?, limit: Int) async throws(TransportError) -> VersionsPage {
+            VersionsPage(versions: [], hasMore: false, nextBefore: nil, keptSince: nil, account: nil)
+        }
+        func version(of ref: EntityRef, version: Int64) async throws(TransportError) -> HistoricEntity? { nil }
+        func tree(at: Date, after: String?, limit: Int) async throws(TransportError) -> TreePage { page }
+        func treeSummary(at: Date, after: String?, limit: Int) async throws(TransportError) -> TreeSummaryPage {
+            throw .rejected(status: 400, code: "bad_request", message: "unknown query parameter 'bodies'")
+        }
+    }
+
+    @Test func aServerFromBeforeTreesWithoutTextGivesTheMomentWithItsText() async throws {
+        let id = NoteID()
+        let entity = HistoricEntity(
+            kind: .note, id: id.uuid, version: 3, changeId: ChangeID(), time: Date(), device: nil, deleted: false,
+            note: NotePayload(title: "old.md", bodyBytes: Data("kept\n".utf8), folderId: nil))
+        let old = ServerBeforeSummaries(
+            page: TreePage(at: Date(), entries: [entity], hasMore: false, nextAfter: nil, keptSince: nil, account: nil))
+        let (items, _) = try await old.momentItems(at: Date())
+        #expect(items.map(\.body) == [.text(Data("kept\n".utf8))])
+        #expect(items.map(\.size) == [5])
+    }
+
     @Test func aNoteMadeAndDeletedElsewhereBeforeThisMachineSawItIsInItsTrashAndComesBackEverywhere() async throws {
         let server = try await LiveServer()
         defer { server.stop() }

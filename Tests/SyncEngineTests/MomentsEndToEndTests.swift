@@ -90,6 +90,58 @@ import Testing
         #expect(SyncCluster.text(a, at + "/Work/plan.md") == "old line\nsecond line\n")
     }
 
+    /// The server lists a moment's tree without text; each note's text is
+    /// fetched when first opened, the rest in the background once several
+    /// were opened, and a text the server cannot send is EIO with a log line.
+    @Test func aMomentsTextsAreFetchedAsOpenedWithTheListedSizesAndAFailedFetchIsEIO() throws {
+        let cluster = try SyncCluster(mounts: 1)
+        defer { cluster.remove() }
+        let a = cluster.mounts[0]
+        // 26 notes in two folders: 0 bytes and up, accented text, bytes that are not UTF-8.
+        _ = try cluster.shell(
+            a,
+            "mkdir Work Home && for i in $(seq 1 12); do printf 'é%.0s' $(seq 1 $((i * 37))) > Work/w$i.md; "
+                + "printf 'home %s ✓\\n' $i > Home/h$i.md; done && : > Work/empty.md && printf '\\377\\376\\000A' > Work/raw.md")
+        try cluster.waitFor("nothing is left to send") { a.hasNothingPending }
+        usleep(1_100_000)
+        let moment = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let copy = cluster.directory.file("then")
+        _ = try cluster.shell(a, "cp -r . '\(copy)'")
+        usleep(1_100_000)
+        _ = try cluster.shell(a, "printf 'changed\\n' > Work/w3.md && rm Home/h2.md")
+        try cluster.waitFor("nothing is left to send") { a.hasNothingPending }
+        let at = ".notesfs/at/" + MomentTime.name(moment)
+
+        // Sizes from the listing alone, before any text was fetched.
+        let sizes = "find . -type f -printf '%s %P\\n' | sort"
+        let listed = try a.shell("cd '\(at)' && \(sizes)")
+        let copied = try a.shell("cd '\(copy)' && \(sizes)")
+        #expect(listed.status == 0 && listed.standardOutput == copied.standardOutput, "\(listed.standardOutput)")
+        #expect(listed.standardOutput.contains("0 Work/empty.md") && listed.standardOutput.contains("444 Work/w6.md")
+            && listed.standardOutput.contains("4 Work/raw.md"))
+        let readme = SyncCluster.text(a, ".notesfs/at/README") ?? ""
+        #expect(readme.contains("fetched as they are opened (0 so far)"), "\(readme)")
+        #expect(SyncCluster.text(a, at + "/Home/h2.md") == "home 2 ✓\n")
+        #expect(SyncCluster.text(a, ".notesfs/at/README")?.contains("(1 so far)") == true)
+        // Seven more opened: the other 18 texts come in the background, none of them opened.
+        #expect(try a.shell("cd '\(at)/Home' && cat h1.md h3.md h4.md h5.md h6.md h7.md h8.md").status == 0)
+        try cluster.waitFor("the other texts fetched in the background") {
+            SyncCluster.text(a, ".notesfs/at/README")?.contains("(26 so far)") == true
+        }
+        let diff = try a.shell("diff -r '\(copy)' '\(at)'")
+        #expect(diff.status == 0 && diff.standardOutput.isEmpty, "\(diff.standardOutput)\(diff.standardError)")
+        #expect(try a.shell("grep -rl '✓' '\(at)' | wc -l").standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == "12")
+
+        // Another moment listed while the server answers, read after it stopped.
+        let later = ".notesfs/at/" + MomentTime.name(moment.addingTimeInterval(1))
+        #expect(try a.shell("ls -lR '\(later)'").standardOutput.contains("w3.md"))
+        cluster.server.stop()
+        let failed = try a.shell("cat '\(later)/Work/w3.md'")
+        #expect(failed.status != 0 && failed.standardError.contains("Input/output error"), "\(failed.standardError)")
+        #expect(a.logTail().contains("moments: cannot read"), "\(a.logTail())")
+        #expect(try a.shell("stat -c %s '\(later)/Work/w3.md'").standardOutput == "222\n")
+    }
+
     @Test func logListsANotesVersionsAndShowPrintsOneOnlineAndOffline() throws {
         let cluster = try SyncCluster(mounts: 2)
         defer { cluster.remove() }

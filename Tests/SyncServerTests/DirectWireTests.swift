@@ -168,4 +168,49 @@ import Testing
             #expect(page.wireJSON == (try encoder.encode(page)), "\(Seeds.describe(seed))")
         }
     }
+
+    @Test func theWriterWritesPastTreesWithoutTextAsTheEncoderDoesAndTheDecoderReadsThemBack() throws {
+        let encoder = WireCoding.encoder()
+        for seed in Seeds.list(count: 300) {
+            var random = SplitMix64(seed: seed)
+            func time() -> Date { Date(timeIntervalSince1970: Double(random.int(0..<4_000_000_000_000)) / 1000) }
+            let entries = (0..<random.int(0..<5)).map { _ in
+                let note = random.percent(70)
+                return TreeSummaryEntry(
+                    kind: note ? .note : .folder, id: random.uuid(), version: Int64(random.int(1..<Int.max)),
+                    changeId: ChangeID(random.uuid()), time: time(),
+                    device: random.percent(70) ? DeviceID(random.uuid()) : nil, name: Self.awkwardText(&random),
+                    parentId: random.percent(50) ? nil : random.uuid(),
+                    size: note ? Int64(random.int(0..<(16 << 20))) : 0)
+            }
+            let page = TreeSummaryPage(
+                at: time(), entries: entries, hasMore: random.percent(50),
+                nextAfter: random.percent(50) ? "note:\(random.uuid())" : nil,
+                keptSince: random.percent(30) ? time() : nil,
+                account: random.percent(80) ? "00112233445566778899aabbccddeeff" : nil)
+            #expect(page.wireJSON == (try encoder.encode(page)), "\(Seeds.describe(seed))")
+            let decoded = try WireCoding.decoder().decode(TreeSummaryPage.self, from: page.wireJSON)
+            #expect(try encoder.encode(decoded) == page.wireJSON, "\(Seeds.describe(seed))")
+            #expect(decoded.entries.map(\.name) == page.entries.map(\.name), "\(Seeds.describe(seed))")
+            #expect(TreeSummaryPage.read(page.wireJSON) == decoded, "\(Seeds.describe(seed))")
+            // And what the reader takes from damaged pages, the decoder takes alike.
+            var bytes = Array(page.wireJSON)
+            for _ in 0..<random.int(1..<4) where !bytes.isEmpty {
+                let at = random.int(0..<bytes.count)
+                let splinter = random.pick([
+                    Array("\"".utf8), Array(",".utf8), Array("0".utf8), Array("-".utf8), Array("null".utf8),
+                    Array("true".utf8), Array("1.5".utf8), Array("\\u00e9".utf8), [0xC3], Array(#""x":1,"#.utf8),
+                ])
+                switch random.int(0..<3) {
+                case 0: bytes.remove(at: at)
+                case 1: bytes.insert(contentsOf: splinter, at: at)
+                default: bytes.replaceSubrange(at..<min(bytes.count, at + random.int(1..<8)), with: splinter)
+                }
+            }
+            if let read = TreeSummaryPage.read(Data(bytes)) {
+                #expect(read == (try? WireCoding.decoder().decode(TreeSummaryPage.self, from: Data(bytes))),
+                        "\(Seeds.describe(seed)): \(String(decoding: bytes, as: UTF8.self))")
+            }
+        }
+    }
 }

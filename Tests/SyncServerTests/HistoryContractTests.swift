@@ -37,6 +37,32 @@ extension Harness {
         return try reply.decode(TreePage.self)
     }
 
+    func treeSummary(token: String, at: Date, after: String? = nil, limit: Int? = nil) async throws
+        -> TreeSummaryPage
+    {
+        var query = [Endpoint.Query.at: WireTime.format(at), Endpoint.Query.bodies: "false"]
+        if let after { query[Endpoint.Query.after] = after }
+        if let limit { query[Endpoint.Query.limit] = String(limit) }
+        let reply = try await send("GET", Endpoint.historyTree, token: token, query: query)
+        guard reply.status == 200 else { throw HarnessError("tree answered \(reply.status): \(reply.text)") }
+        return try reply.decode(TreeSummaryPage.self)
+    }
+
+    /// Every entry of the tree at `at` without text, page by page, with the number of pages.
+    func wholeTreeSummary(token: String, at: Date, limit: Int? = nil) async throws
+        -> (entries: [TreeSummaryEntry], pages: Int)
+    {
+        var entries: [TreeSummaryEntry] = []
+        var after: String?
+        for pages in 1...10_000 {
+            let page = try await treeSummary(token: token, at: at, after: after, limit: limit)
+            entries += page.entries
+            guard page.hasMore else { return (entries, pages) }
+            after = page.nextAfter
+        }
+        throw HarnessError("the tree never ended")
+    }
+
     /// Every entry of the tree at `at`, page by page.
     func wholeTree(token: String, at: Date, limit: Int? = nil) async throws -> [HistoricEntity] {
         var entries: [HistoricEntity] = []
@@ -155,6 +181,49 @@ extension Harness {
     }
 
     @Test(arguments: ContractTarget.all)
+    func theTreeWithoutTextListsTheSameEntriesWithEachBodysExactByteSize(target: ContractTarget) async throws {
+        let h = try target.harness()
+        let token = try await h.account()
+        let laptop = DeviceID()
+        let work = FolderID(), plain = NoteID(), accented = NoteID(), binary = NoteID(), empty = NoteID()
+        let binaryBytes = Data([0xFF, 0x00, 0x41, 0xC3])
+        _ = try await h.pushRaw(
+            [
+                Make.folder(work, name: "Wörk"), Make.note(plain, title: "plain.md", body: "one\n", folder: work),
+                Make.note(accented, title: "é😀.md", body: "é😀\n"),
+                .putNote(binary, NotePayload(title: "bytes.bin", bodyBytes: binaryBytes, folderId: work), baseVersion: nil),
+                Make.note(empty, title: "empty.md", body: ""),
+            ], token: token, device: laptop)
+        let then = h.now
+        h.clock.advance(seconds: 60)
+        _ = try await h.push(Make.note(accented, title: "é😀.md", body: "later, longer\n", base: 3), token: token)
+
+        let full = try await h.wholeTree(token: token, at: then)
+        let (summary, _) = try await h.wholeTreeSummary(token: token, at: then)
+        #expect(summary.map(\.ref) == full.map(\.ref))
+        #expect(summary.map(\.version) == full.map(\.version))
+        #expect(summary.map(\.changeId) == full.map(\.changeId))
+        #expect(summary.map(\.time) == full.map(\.time))
+        #expect(summary.map(\.device) == full.map(\.device))
+        #expect(summary.map(\.name) == full.map { $0.note?.title ?? $0.folder?.name ?? "" })
+        #expect(summary.map(\.parentId) == full.map { $0.note?.folderId?.uuid ?? $0.folder?.parentId?.uuid })
+        #expect(summary.map(\.size) == full.map { Int64($0.note?.bodyBytes()?.count ?? 0) })
+        let sizes = Dictionary(uniqueKeysWithValues: summary.map { ($0.id, $0.size) })
+        #expect(sizes[accented.uuid] == 7 && sizes[binary.uuid] == 4 && sizes[empty.uuid] == 0 && sizes[work.uuid] == 0)
+        #expect(summary.allSatisfy { $0.device == laptop })
+        #expect(try await h.wholeTreeSummary(token: token, at: then, limit: 1).entries == summary)
+        #expect(try await h.wholeTreeSummary(token: token, at: h.now).entries.first { $0.id == accented.uuid }?.size == 14)
+
+        // Without text a page holds as many entries as an index page, not 200.
+        for batch in 0..<3 {
+            _ = try await h.push((0..<100).map { Make.note(title: "n\(batch)-\($0).md") }, token: token)
+        }
+        let (all, pages) = try await h.wholeTreeSummary(token: token, at: h.now)
+        #expect(all.count == 305 && pages == 1)
+        await h.close()
+    }
+
+    @Test(arguments: ContractTarget.all)
     func aTreePageIsBoundedByBytesButHoldsAtLeastOneEntry(target: ContractTarget) async throws {
         var limits = ProtocolLimits()
         limits.pageBytesMax = 10_000
@@ -213,6 +282,7 @@ extension Harness {
         (Endpoint.historyTree, ["at": "yesterday"]),
         (Endpoint.historyTree, ["at": "2025-01-05T14:03:22Z", "after": "note:1"]),
         (Endpoint.historyTree, ["at": "2025-01-05T14:03:22Z", "limit": "-1"]),
+        (Endpoint.historyTree, ["at": "2025-01-05T14:03:22Z", "bodies": "no"]),
     ])
     func malformedHistoryRequestsAre400(path: String, query: [String: String]) async throws {
         let h = try Harness(.sqlite)

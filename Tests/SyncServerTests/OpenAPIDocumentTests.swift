@@ -197,6 +197,8 @@ import Testing
                 (Endpoint.historyVersion, entity.merging(["version": "2"]) { $1 }, "VersionResponse", "entity"),
                 (Endpoint.historyTree, ["at": WireTime.format(Date().addingTimeInterval(60)), "limit": "1"], "TreePage",
                  "entries"),
+                (Endpoint.historyTree, ["at": WireTime.format(Date().addingTimeInterval(60)), "bodies": "false"],
+                 "TreeSummaryPage", "entries"),
             ]
             for (path, query, schema, inner) in answers {
                 let reply = try await h.send("GET", path, token: token, query: query)
@@ -209,7 +211,8 @@ import Testing
                 let object = try JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
                 let items = (object?[inner ?? ""] as? [[String: Any]]) ?? [(object?[inner ?? ""] as? [String: Any])].compactMap { $0 }
                 #expect(!items.isEmpty, "\(schema) has no \(inner ?? "") to check")
-                let itemSchema = try Self.documentedSchema(schema == "VersionsPage" ? "VersionSummary" : "HistoricEntity")
+                let itemSchemas = ["VersionsPage": "VersionSummary", "TreeSummaryPage": "TreeSummaryEntry"]
+                let itemSchema = try Self.documentedSchema(itemSchemas[schema] ?? "HistoricEntity")
                 for item in items {
                     let itemKeys = Set(item.keys)
                     #expect(itemKeys.isSubset(of: itemSchema.properties), "\(schema) items send \(itemKeys.subtracting(itemSchema.properties))")
