@@ -40,7 +40,8 @@ import SyncServer
 /// `runGroup`.
 ///
 /// `@unchecked Sendable`: each writer thread uses only its own entry of
-/// `connections`; the rest is immutable.
+/// `connections`, and `stop` empties them only once every thread has ended;
+/// the rest is immutable.
 final class PostgresGroupWriter: @unchecked Sendable {
     /// One queued push: `run` executes the body against a transaction and
     /// keeps its result (returning the body's error, if any).
@@ -117,9 +118,12 @@ final class PostgresGroupWriter: @unchecked Sendable {
         }
     }
 
-    /// Runs the pushes already queued, then stops the threads. Later pushes fail.
+    /// Runs the pushes already queued, stops the threads and closes their
+    /// connections. Later pushes fail.
     func stop() {
         queue.stop()
+        // Every writer thread has ended: nothing uses these any more.
+        for writer in connections { writer.connection = nil }
     }
 
     // MARK: One group
