@@ -53,7 +53,10 @@ let package = Package(
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
         .target(name: "SyncProtocol", dependencies: ["NotesModel", "CZlib"]),
         .target(name: "PostgresKit", dependencies: ["CPostgres"]),
-        .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
+        // The server's rules, the store protocol and group commit's queue; each backend in a target of its own.
+        .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel"]),
+        .target(name: "SyncServerSQLite", dependencies: ["SyncServer", "SyncProtocol", "NotesModel", "SQLiteKit"]),
+        .target(name: "SyncServerPostgres", dependencies: ["SyncServer", "SyncProtocol", "NotesModel", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
         .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse", "ProcessKit"]),
@@ -62,13 +65,15 @@ let package = Package(
         .executableTarget(
             name: "notesfs",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "HTTPServer", "SyncEngine",
-                "PostgresKit", "ProcessKit",
+                "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "SyncServerSQLite",
+                "SyncServerPostgres", "HTTPServer", "SyncEngine", "PostgresKit", "ProcessKit",
             ]
         ),
         .executableTarget(
             name: "notesfs-loadgen",
-            dependencies: ["NotesModel", "SyncProtocol", "SyncServer", "LoopbackHTTP"]
+            dependencies: [
+                "NotesModel", "SyncProtocol", "SyncServer", "SyncServerSQLite", "SyncServerPostgres", "LoopbackHTTP",
+            ]
         ),
 
         // The seeded chaos simulation: real stores, engines, server and mount
@@ -78,6 +83,7 @@ let package = Package(
             name: "NotesSimulation",
             dependencies: [
                 "NotesModel", "NotesStore", "NotesFS", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer",
+                "SyncServerSQLite",
             ]
         ),
         .executableTarget(
@@ -102,7 +108,8 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer", "ProcessKit",
+                "NotesModel", "NotesStore", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer", "SyncServerSQLite",
+                "ProcessKit",
             ],
             path: "Tests/TestSupport"
         ),
@@ -111,8 +118,8 @@ let package = Package(
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
-                "SyncServer", "SyncProtocol", "HTTPServer", "NotesModel", "SQLiteKit", "PostgresKit", "TestSupport",
-                "LoopbackHTTP", "ProcessKit",
+                "SyncServer", "SyncServerSQLite", "SyncServerPostgres", "SyncProtocol", "HTTPServer", "NotesModel",
+                "SQLiteKit", "PostgresKit", "TestSupport", "LoopbackHTTP", "ProcessKit",
             ]
         ),
         .testTarget(
@@ -122,8 +129,8 @@ let package = Package(
         .testTarget(
             name: "SyncEngineTests",
             dependencies: [
-                "SyncEngine", "SyncServer", "SyncProtocol", "HTTPServer", "NotesStore", "NotesModel", "SQLiteKit",
-                "PostgresKit", "TestSupport", "ProcessKit",
+                "SyncEngine", "SyncServer", "SyncServerSQLite", "SyncServerPostgres", "SyncProtocol", "HTTPServer",
+                "NotesStore", "NotesModel", "SQLiteKit", "PostgresKit", "TestSupport", "ProcessKit",
             ]
         ),
         .testTarget(

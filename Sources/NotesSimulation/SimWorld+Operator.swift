@@ -4,6 +4,7 @@ import NotesStore
 import SQLiteKit
 import SyncProtocol
 import SyncServer
+import SyncServerSQLite
 
 // Operator actions: a server put back from a backup without
 // `notesfs server new-epoch` (the server notices by its counter mark), a

@@ -5,6 +5,7 @@ import SQLiteKit
 import SyncEngine
 import SyncProtocol
 import SyncServer
+import SyncServerSQLite
 import Synchronization
 
 /// One seeded run: a real server on a real SQLite file, real devices, and

@@ -31,13 +31,13 @@ public struct RemoteCommit: Sendable, Hashable {
     /// The notification text, after the `c:<instance>:` prefix:
     /// `<account>` or `<account>:<device>:<from>:<to>:<epoch>` (under 140
     /// bytes, far below PostgreSQL's 8,000-byte payload limit).
-    var payload: String {
+    package var payload: String {
         guard let own else { return String(account.rawValue) }
         return "\(account.rawValue):\(own.device):\(own.from):\(own.to):\(own.epoch)"
     }
 
     /// Reads `payload`'s fields (already split at `:`); nil for anything else.
-    init?(payloadFields fields: ArraySlice<Substring>) {
+    package init?(payloadFields fields: ArraySlice<Substring>) {
         guard let first = fields.first, let account = Int64(first) else { return nil }
         switch fields.count {
         case 1:

@@ -17,6 +17,9 @@ public enum ServerEpoch {
     /// The jump past the restored counter when the clock is not ahead of it.
     public static let minimumGap: Int64 = 1 << 32
 
+    /// A new random epoch: 16 bytes from the system's secure generator, as hex.
+    package static func make() -> String { RandomHex.make(bytes: 16) }
+
     /// The wall clock in microseconds since 1970 (0 for a clock before it).
     /// JSON numbers stay exact up to 2⁵³ µs, in the year 2255.
     public static func clockFloor(now: Date) -> Int64 {

@@ -2,31 +2,6 @@ import Foundation
 import NotesModel
 import SyncProtocol
 
-/// Why a store could not do what was asked. The HTTP layer answers
-/// `unavailable` with 503 (retry later) and `failure` with 500.
-public enum ServerStoreError: Error, CustomStringConvertible, Sendable, Equatable {
-    /// Busy, full, shutting down or not reachable: retrying later may work.
-    case unavailable(String)
-    /// Anything else: a bug or damaged data.
-    case failure(String)
-    /// `createAccount` with a name that exists.
-    case accountExists(String)
-    /// An account command named an account that does not exist.
-    case noSuchAccount(String)
-    /// `revokeToken` named a token the account does not have.
-    case noSuchToken(account: String, token: String)
-
-    public var description: String {
-        switch self {
-        case .unavailable(let message): "store unavailable: \(message)"
-        case .failure(let message): "store failure: \(message)"
-        case .accountExists(let name): "an account named '\(name)' exists already"
-        case .noSuchAccount(let name): "there is no account named '\(name)'"
-        case .noSuchToken(let account, let token): "account '\(account)' has no token \(token)"
-        }
-    }
-}
-
 /// Where the server keeps accounts, tokens, entities and answered change ids.
 ///
 /// Every table is keyed by account first. Implementations keep SQL and locking
@@ -170,30 +145,4 @@ extension ServerStore {
     ) async throws -> Result {
         try await push(account: account, body)
     }
-}
-
-/// The primitives `PushProcessor` needs inside one push's transaction, in the
-/// lock order of DESIGN.md: the account row first (`lockAccount`), then the
-/// idempotency lookup, then entities in (kind, id) order (`lockEntities`).
-/// A transaction object is used on one thread and never escapes its body.
-public protocol PushTransaction {
-    /// The account this transaction writes.
-    var account: AccountID { get }
-    /// Takes the account row's write lock until commit and returns its counter.
-    func lockAccount() throws -> Int64
-    /// The remembered answers for those change ids that have one.
-    func idempotencyRecords(_ changeIds: [ChangeID]) throws -> [ChangeID: IdempotencyRecord]
-    /// Locks the rows of `refs`, which the caller passes sorted, and returns
-    /// those that exist (tombstones included).
-    func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity]
-    /// Reads one row (for walking folder parents); the account lock covers it.
-    func entity(_ ref: EntityRef) throws -> StoredEntity?
-    /// Inserts or replaces the row of `entity.ref`. `previous` is the row it
-    /// replaces (nil for a new entity): the store moves it into the history
-    /// in the same transaction, as replaced at `entity.updatedAt`.
-    func write(_ entity: StoredEntity, replacing previous: StoredEntity?) throws
-    /// Remembers the first answer to a change id.
-    func remember(_ record: IdempotencyRecord) throws
-    /// Stores the account's new counter.
-    func setCounter(_ counter: Int64) throws
 }

@@ -83,20 +83,3 @@ extension SyncServer {
         return response
     }
 }
-
-extension SQLiteServerStore: RevocationSource {
-    public func revocationMark() async throws -> String {
-        // Both tables are small (one row per account and per device); no
-        // index is needed for a scan a few times a second while polls park.
-        try await read { connection in
-            try connection.queryOne(
-                """
-                SELECT (SELECT count(*) FROM tokens WHERE revoked_at IS NOT NULL),
-                       (SELECT ifnull(max(revoked_at), 0) FROM tokens),
-                       (SELECT count(*) FROM accounts WHERE revoked_at IS NOT NULL),
-                       (SELECT ifnull(max(revoked_at), 0) FROM accounts)
-                """
-            ) { row in "\(row.int64(0)).\(row.int64(1)).\(row.int64(2)).\(row.int64(3))" } ?? ""
-        }
-    }
-}

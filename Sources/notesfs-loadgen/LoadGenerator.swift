@@ -4,6 +4,8 @@ import NotesModel
 import Synchronization
 import SyncProtocol
 import SyncServer
+import SyncServerPostgres
+import SyncServerSQLite
 
 /// The modes of `notesfs-loadgen`.
 enum LoadGenerator {

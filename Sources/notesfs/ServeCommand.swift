@@ -2,6 +2,8 @@ import Foundation
 import HTTPServer
 import SyncProtocol
 import SyncServer
+import SyncServerPostgres
+import SyncServerSQLite
 
 /// `notesfs serve`: the sync server (DESIGN.md "The sync protocol").
 struct ServeCommand: Command {

@@ -2,6 +2,8 @@ import Foundation
 import PostgresKit
 import Synchronization
 import SyncServer
+import SyncServerPostgres
+import SyncServerSQLite
 
 /// `notesfs server new-epoch`: after restoring the server's data from a
 /// backup, give it a new epoch so every client resyncs instead of trusting

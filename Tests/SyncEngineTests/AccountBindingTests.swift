@@ -7,6 +7,8 @@ import SQLiteKit
 import SyncEngine
 import SyncProtocol
 import SyncServer
+import SyncServerPostgres
+import SyncServerSQLite
 import TestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import NotesStore
 import SyncEngine
 import SyncProtocol
 import SyncServer
+import SyncServerSQLite
 import TestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import NotesModel
 import NotesStore
 import SyncEngine
 import SyncServer
+import SyncServerSQLite
 import TestSupport
 import Testing
 

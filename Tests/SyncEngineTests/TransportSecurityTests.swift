@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import ProcessKit
 import SyncServer
+import SyncServerSQLite
 import Testing
 import TestSupport
 

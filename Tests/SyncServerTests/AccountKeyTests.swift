@@ -3,6 +3,7 @@ import PostgresKit
 import SQLiteKit
 import SyncProtocol
 import SyncServer
+import SyncServerSQLite
 import Testing
 import TestSupport
 

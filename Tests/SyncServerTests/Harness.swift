@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import SyncProtocol
 import SyncServer
+import SyncServerSQLite
 import Synchronization
 import TestSupport
 

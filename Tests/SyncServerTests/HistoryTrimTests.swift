@@ -4,6 +4,7 @@ import PostgresKit
 import SQLiteKit
 import SyncProtocol
 import SyncServer
+import SyncServerSQLite
 import TestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import NotesModel
 import PostgresKit
 import SyncProtocol
 import SyncServer
+import SyncServerPostgres
 import Synchronization
 import TestSupport
 

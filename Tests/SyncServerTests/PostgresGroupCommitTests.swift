@@ -3,6 +3,7 @@ import NotesModel
 import PostgresKit
 import SyncProtocol
 import SyncServer
+import SyncServerPostgres
 import Testing
 import TestSupport
 

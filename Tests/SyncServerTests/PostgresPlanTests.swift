@@ -5,6 +5,7 @@ import SyncProtocol
 import Testing
 
 @testable import SyncServer
+@testable import SyncServerPostgres
 
 /// The group commit's lookups by key stay index lookups even when their plan
 /// was made while the tables were nearly empty: a prepared statement keeps its

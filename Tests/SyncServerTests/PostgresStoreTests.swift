@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import PostgresKit
 import SyncServer
+import SyncServerPostgres
 import Synchronization
 import Testing
 import TestSupport

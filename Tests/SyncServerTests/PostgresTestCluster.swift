@@ -1,6 +1,7 @@
 import Foundation
 import PostgresKit
 import SyncServer
+import SyncServerPostgres
 import TestSupport
 
 /// The PostgreSQL cluster shared by this test process's PostgreSQL tests,

@@ -4,6 +4,7 @@ import NotesStore
 import SQLiteKit
 import SyncEngine
 import SyncServer
+import SyncServerSQLite
 
 /// One real server (SQLite store in a temporary directory) and devices, each
 /// with its own real store and engine, talking through `InProcessTransport`.

@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import SQLiteKit
 import SyncProtocol
+import SyncServer
 
 /// The history of the SQLite store: `entity_versions` holds every replaced
 /// version (moved there by `SQLitePushTransaction.write`, in the push's

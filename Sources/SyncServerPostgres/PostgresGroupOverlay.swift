@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import PostgresKit
 import SyncProtocol
+import SyncServer
 
 /// What the pushes of one optimistic group wrote so far, in memory until the
 /// group's single write statement: later pushes of an account read it instead
@@ -56,7 +57,7 @@ final class PostgresGroupOverlay {
             let changeId = ChangeID(try rows.uuid(row, 1))
             prefetchedRecords[AccountID(try rows.int64(row, 0)), default: [:]][changeId] = IdempotencyRecord(
                 changeId: changeId, payloadHash: Array(try rows.data(row, 2)), result: try rows.data(row, 3),
-                createdAt: SQLiteServerStore.date(milliseconds: try rows.int64(row, 4)))
+                createdAt: PostgresServerStore.date(milliseconds: try rows.int64(row, 4)))
         }
     }
 
@@ -129,9 +130,9 @@ final class PostgresGroupOverlay {
         for (account, ref) in writeOrder {
             let versions = versionsWritten[account]?[ref] ?? []
             guard let first = versions.first else { continue }
-            superseded.append((account.rawValue, ref, SQLiteServerStore.milliseconds(first.updatedAt)))
+            superseded.append((account.rawValue, ref, PostgresServerStore.milliseconds(first.updatedAt)))
             for (older, newer) in zip(versions, versions.dropFirst()) {
-                intermediate.append((account.rawValue, older, SQLiteServerStore.milliseconds(newer.updatedAt)))
+                intermediate.append((account.rawValue, older, PostgresServerStore.milliseconds(newer.updatedAt)))
             }
         }
         var counterAccounts: [Int64] = []
@@ -152,7 +153,7 @@ final class PostgresGroupOverlay {
             .array(.text(rows.map(\.entity.name))),
             .array(.bytes(rows.map(\.entity.body))),
             .array(.uuid(rows.map(\.entity.parentId))),
-            .array(.int64(rows.map { SQLiteServerStore.milliseconds($0.entity.updatedAt) })),
+            .array(.int64(rows.map { PostgresServerStore.milliseconds($0.entity.updatedAt) })),
             .array(.uuid(rows.map { $0.entity.device?.uuid })),
         ]
         let recordColumns: [PostgresValue] = [
@@ -160,7 +161,7 @@ final class PostgresGroupOverlay {
             .array(.uuid(recordRows.map(\.1.changeId.uuid))),
             .array(.bytes(recordRows.map { Data($0.1.payloadHash) })),
             .array(.bytes(recordRows.map(\.1.result))),
-            .array(.int64(recordRows.map { SQLiteServerStore.milliseconds($0.1.createdAt) })),
+            .array(.int64(recordRows.map { PostgresServerStore.milliseconds($0.1.createdAt) })),
         ]
         let counterColumns: [PostgresValue] = [.array(.int64(counterAccounts)), .array(.int64(counterValues))]
         let supersededColumns: [PostgresValue] = [
@@ -179,7 +180,7 @@ final class PostgresGroupOverlay {
             .array(.text(intermediate.map(\.entity.name))),
             .array(.bytes(intermediate.map(\.entity.body))),
             .array(.uuid(intermediate.map(\.entity.parentId))),
-            .array(.int64(intermediate.map { SQLiteServerStore.milliseconds($0.entity.updatedAt) })),
+            .array(.int64(intermediate.map { PostgresServerStore.milliseconds($0.entity.updatedAt) })),
             .array(.uuid(intermediate.map { $0.entity.device?.uuid })),
             .array(.int64(intermediate.map(\.replacedAt))),
         ]

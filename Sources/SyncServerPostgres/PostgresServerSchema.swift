@@ -1,5 +1,6 @@
 import Foundation
 import PostgresKit
+import SyncServer
 
 /// The PostgreSQL server schema and its migrations. Every table is keyed by
 /// account first, so it can be partitioned (`PARTITION BY HASH (account_id)`)
@@ -104,7 +105,7 @@ enum PostgresServerSchema {
                 try connection.executeScript(steps[step])
                 if step == 0 {
                     try connection.execute(
-                        "INSERT INTO server_meta(key, value) VALUES ('epoch', $1)", SQLiteServerSchema.makeEpoch())
+                        "INSERT INTO server_meta(key, value) VALUES ('epoch', $1)", ServerEpoch.make())
                 }
             }
             try connection.execute(
@@ -120,7 +121,7 @@ enum PostgresServerSchema {
                 """
                 INSERT INTO server_meta(key, value) VALUES ('installation_secret', $1)
                 ON CONFLICT (key) DO NOTHING
-                """, SQLiteServerSchema.makeRandomHex(bytes: 32))
+                """, RandomHex.make(bytes: 32))
             let secret = try connection.execute("SELECT value FROM server_meta WHERE key = 'installation_secret'")
             guard secret.rowCount == 1 else {
                 throw ServerStoreError.failure("the PostgreSQL schema kept no installation secret")

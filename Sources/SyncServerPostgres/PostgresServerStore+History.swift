@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import PostgresKit
 import SyncProtocol
+import SyncServer
 
 /// The history of the PostgreSQL store: `entity_versions` holds every
 /// replaced version (copied there by the push's own write statement); the
@@ -88,7 +89,7 @@ extension PostgresServerStore {
                     ) c ON true
                     WHERE e.account_id = $1 AND (e.kind, e.id) > ($3::text, $4::uuid)
                     ORDER BY e.kind, e.id LIMIT $5
-                    """, account.rawValue, SQLiteServerStore.milliseconds(at), start.0, start.1, Int64(rowsMax + 1))
+                    """, account.rawValue, Self.milliseconds(at), start.0, start.1, Int64(rowsMax + 1))
                 var entries: [(record: VersionRecord, past: Bool)] = []
                 var last: EntityRef?
                 var bytes = 0
@@ -133,7 +134,7 @@ extension PostgresServerStore {
         async throws -> HistoryTrimReport
     {
         let id = account.rawValue
-        let cutoff = SQLiteServerStore.milliseconds(replacedBefore)
+        let cutoff = Self.milliseconds(replacedBefore)
         // Versions replaced before the period, found by the (account, replaced_at) index.
         var report = try await run { [self] connection in
             try retrying(connection) {
@@ -255,7 +256,7 @@ extension PostgresServerStore {
     /// `history_since` as a time; nil when the history was always whole.
     static func keptSince(_ rows: PostgresResult, _ row: Int, _ column: Int) throws -> Date? {
         let since = try rows.int64(row, column)
-        return since > 0 ? SQLiteServerStore.date(milliseconds: since) : nil
+        return since > 0 ? Self.date(milliseconds: since) : nil
     }
 
     /// A version from `versionColumns` starting at `first` (and the body at `first + body`).
@@ -267,7 +268,7 @@ extension PostgresServerStore {
             deleted: try rows.bool(row, first + 2), name: try rows.string(row, first + 3),
             body: try body.map { try rows.data(row, first + $0) } ?? Data(), size: try rows.int(row, first + 4),
             parentId: try rows.optionalUUID(row, first + 5),
-            time: SQLiteServerStore.date(milliseconds: try rows.int64(row, first + 6)),
+            time: Self.date(milliseconds: try rows.int64(row, first + 6)),
             device: try rows.optionalUUID(row, first + 7).map(DeviceID.init))
     }
 }

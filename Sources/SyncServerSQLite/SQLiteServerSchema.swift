@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteKit
+import SyncServer
 
 /// The SQLite server schema and its migrations (`PRAGMA user_version`).
 /// Every table is keyed by account first.
@@ -62,7 +63,7 @@ enum SQLiteServerSchema {
                         PRIMARY KEY(account_id, change_id));
                     CREATE INDEX seen_changes_by_age ON seen_changes(created_at);
                     """)
-                try connection.run("INSERT INTO server_meta(key, value) VALUES ('epoch', ?)", makeEpoch())
+                try connection.run("INSERT INTO server_meta(key, value) VALUES ('epoch', ?)", ServerEpoch.make())
                 try connection.setUserVersion(1)
             }
             if version < 2 {
@@ -116,23 +117,11 @@ enum SQLiteServerSchema {
         return try connection.transaction {
             try connection.run(
                 "INSERT OR IGNORE INTO server_meta(key, value) VALUES ('installation_secret', ?)",
-                makeRandomHex(bytes: 32))
+                RandomHex.make(bytes: 32))
             guard let secret = try connection.queryOne(select, map: { $0.string(0) }) else {
                 throw ServerStoreError.failure("\(connection.path): the installation secret was not kept")
             }
             return secret
         }
-    }
-
-    /// A new random epoch: 16 bytes from the system's secure generator, as hex.
-    static func makeEpoch() -> String { makeRandomHex(bytes: 16) }
-
-    /// `bytes` bytes from the system's secure generator, as lowercase hex.
-    static func makeRandomHex(bytes count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import PostgresKit
 import SyncProtocol
+import SyncServer
 
 /// The PostgreSQL side of one push in an *isolated* group (see
 /// `PostgresGroupWriter`): statements on the writer's connection inside the
@@ -54,7 +55,7 @@ final class PostgresPushTransaction: PushTransaction {
             let changeId = ChangeID(try rows.uuid(row, 0))
             records[changeId] = IdempotencyRecord(
                 changeId: changeId, payloadHash: Array(try rows.data(row, 1)), result: try rows.data(row, 2),
-                createdAt: SQLiteServerStore.date(milliseconds: try rows.int64(row, 3)))
+                createdAt: PostgresServerStore.date(milliseconds: try rows.int64(row, 3)))
         }
         return records
     }
@@ -132,7 +133,7 @@ final class PostgresPushTransaction: PushTransaction {
                     + "\(placeholder(.int(entity.version))), \(placeholder(.text(entity.changeId.description)))::uuid, "
                     + "\(placeholder(.bool(entity.deleted))), \(placeholder(.text(entity.name))), \(placeholder(.bytes(entity.body))), "
                     + "\(placeholder(entity.parentId.map { .text(UUIDText.format($0)) } ?? .null))::uuid, "
-                    + "\(placeholder(.int(SQLiteServerStore.milliseconds(entity.updatedAt)))), "
+                    + "\(placeholder(.int(PostgresServerStore.milliseconds(entity.updatedAt)))), "
                     + "\(placeholder(entity.device.map { .text($0.description) } ?? .null))::uuid)"
             }
             if !superseded.isEmpty {
@@ -141,7 +142,7 @@ final class PostgresPushTransaction: PushTransaction {
                 let kinds = placeholder(.array(.text(superseded.map(\.ref.kind.rawValue))))
                 let ids = placeholder(.array(.uuid(superseded.map(\.ref.id))))
                 let times = placeholder(
-                    .array(.int64(superseded.map { SQLiteServerStore.milliseconds($0.updatedAt) })))
+                    .array(.int64(superseded.map { PostgresServerStore.milliseconds($0.updatedAt) })))
                 parts.append(
                     """
                     superseded AS (
@@ -168,7 +169,7 @@ final class PostgresPushTransaction: PushTransaction {
         if !records.isEmpty {
             let rows = records.map { record in
                 "($1, \(placeholder(.text(record.changeId.description)))::uuid, \(placeholder(.bytes(Data(record.payloadHash)))), "
-                    + "\(placeholder(.bytes(record.result))), \(placeholder(.int(SQLiteServerStore.milliseconds(record.createdAt)))))"
+                    + "\(placeholder(.bytes(record.result))), \(placeholder(.int(PostgresServerStore.milliseconds(record.createdAt)))))"
             }
             parts.append(
                 """

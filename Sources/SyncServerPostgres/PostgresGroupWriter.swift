@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import PostgresKit
 import SyncProtocol
+import SyncServer
 
 /// Group commit for the PostgreSQL store: pushes queued while a group is
 /// being written run together in the next transaction, one durable `COMMIT`
@@ -33,25 +34,31 @@ import SyncProtocol
 /// stayed; idempotency records are written in the same transaction, so
 /// nothing applies twice); a failed `COMMIT` fails every push of the group.
 ///
-/// `@unchecked Sendable`: `pending`, `stopped` and `running` are guarded by
-/// `condition`; each writer thread owns its connection and group state.
+/// The queueing (collecting pushes, answering each once its group's outcome
+/// is known) is `GroupCommitQueue`'s; this type runs a group. docs/postgres.md
+/// ("The push path, as a state machine") draws the steps and transitions of
+/// `runGroup`.
+///
+/// `@unchecked Sendable`: each writer thread uses only its own entry of
+/// `connections`, and `stop` empties them only once every thread has ended;
+/// the rest is immutable.
 final class PostgresGroupWriter: @unchecked Sendable {
     /// One queued push: `run` executes the body against a transaction and
-    /// keeps its result; `finish` answers the caller once the commit is known
-    /// (nil: committed), exactly once.
-    fileprivate struct Job {
+    /// keeps its result (returning the body's error, if any).
+    struct Push {
         let account: AccountID
         let run: (any PushTransaction) -> (any Error)?
         /// Replaces the kept result with a failure (its writes did not make it).
         let failed: (any Error) -> Void
-        let finish: ((any Error)?) -> Void
         /// The pushing device's own new versions, read from the kept result.
         let ownChanges: () -> OwnChanges?
     }
 
-    /// Holds a job's result between `run` and `finish`; touched only on one writer thread.
-    private final class ResultBox<T> {
-        var result: Result<T, any Error> = .failure(ServerStoreError.failure("push did not run"))
+    private typealias Job = GroupCommitQueue<Push>.Job
+
+    /// A writer thread's connection, made on first use and replaced when it breaks.
+    private final class WriterConnection {
+        var connection: PostgresConnection?
     }
 
     /// Raised inside an optimistic group when a statement failed in a way
@@ -62,11 +69,9 @@ final class PostgresGroupWriter: @unchecked Sendable {
 
     private let conninfo: String
     private let settings: [PostgresConnection.SessionSetting]
-    private let condition = NSCondition()
-    private var pending: [Job] = []
-    private var stopped = false
-    private var running = 0
-    private let groupPushesMax: Int
+    private let queue: GroupCommitQueue<Push>
+    /// One per writer thread, indexed by the thread's number.
+    private let connections: [WriterConnection]
     private let attemptsMax: Int
     private let onCommit: @Sendable ([RemoteCommit]) -> Void
 
@@ -80,14 +85,12 @@ final class PostgresGroupWriter: @unchecked Sendable {
         precondition(writers >= 1 && groupPushesMax >= 1 && attemptsMax >= 1, "group writer limits must be positive")
         self.conninfo = conninfo
         self.settings = settings
-        self.groupPushesMax = groupPushesMax
         self.attemptsMax = attemptsMax
         self.onCommit = onCommit
-        running = writers
-        for index in 0..<writers {
-            let thread = Thread { [self] in loop() }
-            thread.name = "notesfs.postgres.writer.\(index)"
-            thread.start()
+        queue = GroupCommitQueue(groupJobsMax: groupPushesMax)
+        connections = (0..<writers).map { _ in WriterConnection() }
+        queue.start(threadNames: (0..<writers).map { "notesfs.postgres.writer.\($0)" }) { [self] thread, group in
+            try runGroup(group, &connections[thread].connection)
         }
     }
 
@@ -97,71 +100,41 @@ final class PostgresGroupWriter: @unchecked Sendable {
         account: AccountID, ownChanges: @escaping @Sendable (T) -> OwnChanges?,
         _ body: @escaping @Sendable (any PushTransaction) throws -> T
     ) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let box = ResultBox<T>()
-            let job = Job(
-                account: account,
-                run: { transaction in
-                    box.result = Result { try body(transaction) }
-                    if case .failure(let error) = box.result { return error }
-                    return nil
-                },
-                failed: { error in box.result = .failure(error) },
-                finish: { commitError in
-                    if let commitError {
-                        continuation.resume(throwing: commitError)
-                    } else {
-                        // Errors of the push body (the processor's own) pass through.
-                        continuation.resume(with: box.result.mapError { PostgresServerStore.storeError($0) })
-                    }
-                },
-                ownChanges: { (try? box.result.get()).flatMap(ownChanges) })
-            condition.lock()
-            guard !stopped else {
-                condition.unlock()
-                continuation.resume(throwing: ServerStoreError.unavailable("the store is closed"))
-                return
+        do {
+            return try await queue.submit { result in
+                Push(
+                    account: account,
+                    run: { transaction in
+                        result.value = Result { try body(transaction) }
+                        if case .failure(let error) = result.value { return error }
+                        return nil
+                    },
+                    failed: { error in result.value = .failure(error) },
+                    ownChanges: { (try? result.value.get()).flatMap(ownChanges) })
             }
-            pending.append(job)
-            condition.signal()
-            condition.unlock()
+        } catch {
+            // Errors of the push body (the processor's own) pass through.
+            throw PostgresServerStore.storeError(error)
         }
     }
 
-    /// Runs the pushes already queued, then stops the threads. Later pushes fail.
+    /// Runs the pushes already queued, stops the threads and closes their
+    /// connections. Later pushes fail.
     func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        while running > 0 { condition.wait() }
-        condition.unlock()
-    }
-
-    private func loop() {
-        var connection: PostgresConnection?
-        while true {
-            condition.lock()
-            while pending.isEmpty && !stopped { condition.wait() }
-            if pending.isEmpty {
-                running -= 1
-                condition.broadcast()
-                condition.unlock()
-                return
-            }
-            let count = min(pending.count, groupPushesMax)
-            let group = Array(pending.prefix(count))
-            pending.removeFirst(count)
-            condition.unlock()
-            runGroup(group, &connection)
-        }
+        queue.stop()
+        // Every writer thread has ended: nothing uses these any more.
+        for writer in connections { writer.connection = nil }
     }
 
     // MARK: One group
 
-    private func runGroup(_ arrived: [Job], _ connection: inout PostgresConnection?) {
+    /// Runs one group to its end: committed (returning the notification of
+    /// other processes, to send once every push is answered) or failed
+    /// (throwing the error every push of the group gets).
+    private func runGroup(_ arrived: [Job], _ connection: inout PostgresConnection?) throws -> (() -> Void)? {
         // Ascending account order (stable: a client's pushes keep their order).
         let jobs = arrived.enumerated()
-            .sorted { ($0.element.account.rawValue, $0.offset) < ($1.element.account.rawValue, $1.offset) }
+            .sorted { ($0.element.work.account.rawValue, $0.offset) < ($1.element.work.account.rawValue, $1.offset) }
             .map(\.element)
         var isolated = false
         var attempt = 0
@@ -181,14 +154,12 @@ final class PostgresGroupWriter: @unchecked Sendable {
                 current = open
                 let applied = isolated ? try runIsolated(jobs, open) : try runOptimistic(jobs, open)
                 let commits = Self.commits(applied: applied, jobs)
-                for job in jobs { job.finish(nil) }
-                if !commits.isEmpty { onCommit(commits) }
-                return
+                return commits.isEmpty ? nil : { [onCommit] in onCommit(commits) }
             } catch let error as NeedsIsolation {
                 current?.rollbackQuietly()
                 if current?.isBroken == true { connection = nil }
                 guard !isolated else {
-                    return fail(jobs, PostgresServerStore.storeError(error.cause))
+                    throw PostgresServerStore.storeError(error.cause)
                 }
                 isolated = true
                 attempt -= 1
@@ -209,13 +180,9 @@ final class PostgresGroupWriter: @unchecked Sendable {
                         continue
                     }
                 }
-                return fail(jobs, PostgresServerStore.storeError(error))
+                throw PostgresServerStore.storeError(error)
             }
         }
-    }
-
-    private func fail(_ jobs: [Job], _ error: any Error) {
-        for job in jobs { job.finish(error) }
     }
 
     /// What to tell other processes of a committed group: each push that
@@ -225,9 +192,9 @@ final class PostgresGroupWriter: @unchecked Sendable {
         var commits: [RemoteCommit] = []
         var told = Set<AccountID>()
         for job in jobs {
-            guard let own = job.ownChanges() else { continue }
-            commits.append(RemoteCommit(account: job.account, own: own))
-            told.insert(job.account)
+            guard let own = job.work.ownChanges() else { continue }
+            commits.append(RemoteCommit(account: job.work.account, own: own))
+            told.insert(job.work.account)
         }
         for account in applied where !told.contains(account) { commits.append(RemoteCommit(account: account)) }
         return commits
@@ -236,7 +203,7 @@ final class PostgresGroupWriter: @unchecked Sendable {
     /// The statement locking the account rows of `jobs` in ascending order
     /// (ORDER BY runs below the row locking, so rows are locked in that order).
     private static func lockAccountsStatement(_ jobs: [Job]) -> PostgresConnection.Statement {
-        let accounts = Array(Set(jobs.map(\.account.rawValue))).sorted()
+        let accounts = Array(Set(jobs.map(\.work.account.rawValue))).sorted()
         return PostgresConnection.Statement(
             """
             SELECT account_id, counter FROM accounts WHERE account_id = ANY($1)
@@ -266,10 +233,10 @@ final class PostgresGroupWriter: @unchecked Sendable {
         var wanted: [(AccountID, [EntityRef])] = []
         for job in jobs {
             let probe = PostgresGroupPushTransaction(
-                connection: connection, account: job.account, group: probeGroup, stage: .probe)
-            _ = job.run(probe)
-            asked.append((job.account, probe.askedChangeIds))
-            wanted.append((job.account, probe.askedRefs))
+                connection: connection, account: job.work.account, group: probeGroup, stage: .probe)
+            _ = job.work.run(probe)
+            asked.append((job.work.account, probe.askedChangeIds))
+            wanted.append((job.work.account, probe.askedRefs))
         }
         let overlay = PostgresGroupOverlay(counters: [:])
         var statements = [PostgresConnection.Statement("BEGIN"), Self.lockAccountsStatement(jobs)]
@@ -291,8 +258,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
         if entitiesStatement != nil { try overlay.readEntities(results[next]) }
         for job in jobs {
             let transaction = PostgresGroupPushTransaction(
-                connection: connection, account: job.account, group: overlay, stage: .run)
-            if let error = job.run(transaction) {
+                connection: connection, account: job.work.account, group: overlay, stage: .run)
+            if let error = job.work.run(transaction) {
                 if let error = error as? PostgresError, error.isRetryableTransaction || error.isUnavailable {
                     throw error
                 }
@@ -336,8 +303,8 @@ final class PostgresGroupWriter: @unchecked Sendable {
         var applied = Set<AccountID>()
         for job in jobs {
             try connection.execute("SAVEPOINT notesfs_push")
-            let transaction = PostgresPushTransaction(connection: connection, account: job.account)
-            var error = job.run(transaction)
+            let transaction = PostgresPushTransaction(connection: connection, account: job.work.account)
+            var error = job.work.run(transaction)
             if error == nil {
                 do {
                     try transaction.flush()
@@ -350,124 +317,14 @@ final class PostgresGroupWriter: @unchecked Sendable {
                     throw error
                 }
                 if connection.isBroken { throw error }
-                job.failed(error)
+                job.work.failed(error)
                 try connection.execute("ROLLBACK TO SAVEPOINT notesfs_push")
             } else if transaction.counterChanged {
-                applied.insert(job.account)
+                applied.insert(job.work.account)
             }
             try connection.execute("RELEASE SAVEPOINT notesfs_push")
         }
         try connection.execute("COMMIT")
         return applied.sorted { $0.rawValue < $1.rawValue }
-    }
-}
-
-/// One push inside an optimistic group: reads see the database under the
-/// group's locks plus what earlier pushes of the group wrote (the overlay);
-/// writes stay in memory until the group's write statement. Used on one
-/// writer thread only, and never outlives its push.
-final class PostgresGroupPushTransaction: PushTransaction {
-    /// A dry run stops at a lookup and only notes what was asked; `run` is the real one.
-    enum Stage {
-        /// Notes the change ids asked for (answering "none seen") and the
-        /// entity rows asked for, and stops there.
-        case probe
-        case run
-    }
-
-    /// Thrown by a dry run where it stops; never leaves the group writer.
-    struct ProbeStop: Error {}
-
-    let connection: PostgresConnection
-    let account: AccountID
-    private let group: PostgresGroupOverlay
-    private let stage: Stage
-    private(set) var writes: [StoredEntity] = []
-    private(set) var records: [IdempotencyRecord] = []
-    private(set) var newCounter: Int64?
-    private(set) var askedChangeIds: [ChangeID] = []
-    private(set) var askedRefs: [EntityRef] = []
-
-    init(connection: PostgresConnection, account: AccountID, group: PostgresGroupOverlay, stage: Stage) {
-        self.connection = connection
-        self.account = account
-        self.group = group
-        self.stage = stage
-    }
-
-    func lockAccount() throws -> Int64 {
-        // The group locked every account row before any push ran; a dry
-        // run stops before the counter matters.
-        if stage == .probe { return 0 }
-        guard let counter = group.counters[account] else {
-            throw ServerStoreError.failure("account \(account) does not exist")
-        }
-        return counter
-    }
-
-    func idempotencyRecords(_ changeIds: [ChangeID]) throws -> [ChangeID: IdempotencyRecord] {
-        if stage == .probe {
-            askedChangeIds = changeIds
-            return [:]
-        }
-        // Answered earlier in this group, else read before the pushes ran.
-        let known = group.records[account] ?? [:]
-        let prefetched = group.prefetchedRecords[account] ?? [:]
-        let checked = group.checkedChangeIds[account] ?? []
-        var records: [ChangeID: IdempotencyRecord] = [:]
-        var unknown: [ChangeID] = []
-        for changeId in changeIds {
-            if let record = known[changeId] ?? prefetched[changeId] {
-                records[changeId] = record
-            } else if !checked.contains(changeId) {
-                unknown.append(changeId)
-            }
-        }
-        guard !unknown.isEmpty else { return records }
-        return records.merging(try PostgresPushTransaction.records(unknown, of: account, on: connection)) { $1 }
-    }
-
-    func lockEntities(_ refs: [EntityRef]) throws -> [EntityRef: StoredEntity] {
-        if stage == .probe {
-            askedRefs = refs
-            throw ProbeStop()
-        }
-        let known = group.entities[account] ?? [:]
-        let prefetched = group.prefetchedEntities[account] ?? [:]
-        let checked = group.checkedRefs[account] ?? []
-        var entities: [EntityRef: StoredEntity] = [:]
-        // Rows an earlier push of the group wrote are locked (or, if new,
-        // covered by the account lock) already, and so are prefetched rows;
-        // a row written earlier in the group is newer than its prefetched copy.
-        let unknown = refs.filter { ref in
-            if let entity = known[ref] ?? prefetched[ref] {
-                entities[ref] = entity
-                return false
-            }
-            return !checked.contains(ref)
-        }
-        guard !unknown.isEmpty else { return entities }
-        return entities.merging(try PostgresPushTransaction.lockRows(unknown, of: account, on: connection)) { $1 }
-    }
-
-    func entity(_ ref: EntityRef) throws -> StoredEntity? {
-        if let entity = writes.last(where: { $0.ref == ref }) ?? group.entities[account]?[ref]
-            ?? group.prefetchedEntities[account]?[ref]
-        {
-            return entity
-        }
-        return try PostgresPushTransaction.row(ref, of: account, on: connection)
-    }
-
-    func write(_ entity: StoredEntity, replacing previous: StoredEntity?) throws {
-        writes.append(entity)
-    }
-
-    func remember(_ record: IdempotencyRecord) throws {
-        records.append(record)
-    }
-
-    func setCounter(_ counter: Int64) throws {
-        newCounter = counter
     }
 }

@@ -1,0 +1,68 @@
+import Foundation
+import SQLiteKit
+import SyncServer
+
+/// The one write connection of a SQLite store, on its own thread. Writes
+/// queued while a commit is being made durable are run together in the next
+/// transaction, each in its own savepoint, and committed once (group commit,
+/// queued by `GroupCommitQueue`): one fsync acknowledges many pushes. A write
+/// that throws rolls back its savepoint alone; a failed commit fails every
+/// write of the group.
+///
+/// `@unchecked Sendable`: `connection` is used only on the writer thread.
+final class GroupCommitWriter: @unchecked Sendable {
+    /// One queued write: runs inside the group's transaction and keeps its result.
+    typealias Write = (Connection) -> Void
+
+    private let connection: Connection
+    private let queue: GroupCommitQueue<Write>
+
+    init(path: String, groupWritesMax: Int = 512, prepare: (Connection) throws -> Void) throws {
+        connection = try Connection(
+            path: path, options: Connection.Options(mode: .readWriteCreate, synchronous: .full))
+        try prepare(connection)
+        queue = GroupCommitQueue(groupJobsMax: groupWritesMax)
+        queue.start(threadNames: ["notesfs.server.writer"]) { [self] _, group in
+            try runGroup(group)
+            return nil
+        }
+    }
+
+    /// Runs `body` in the next group's transaction (in its own savepoint) and
+    /// returns its result once the group is committed durably.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await queue.submit { result in
+            { connection in result.value = Result { try connection.transaction { try body(connection) } } }
+        }
+    }
+
+    /// Runs the writes already queued, then stops the thread. Later writes fail.
+    func stop() {
+        queue.stop()
+    }
+
+    private func runGroup(_ group: [GroupCommitQueue<Write>.Job]) throws {
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+            // `transaction` inside each job nests, so it becomes a savepoint.
+            for job in group {
+                // SQLite rolls the whole transaction back on some errors (a
+                // full disk, I/O); then nothing of the group may commit.
+                guard connection.isInTransaction else {
+                    throw ServerStoreError.unavailable("the group transaction was rolled back by SQLite (a full disk or an I/O error)")
+                }
+                job.work(connection)
+            }
+            // The last job may have been the one SQLite rolled back for: a
+            // COMMIT now would fail with "no transaction is active" and read
+            // as a bug, when it is a full disk or an I/O error.
+            guard connection.isInTransaction else {
+                throw ServerStoreError.unavailable("the group transaction was rolled back by SQLite (a full disk or an I/O error)")
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            throw SQLiteServerStore.storeError(error)
+        }
+    }
+}
