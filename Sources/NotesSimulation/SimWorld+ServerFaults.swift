@@ -5,6 +5,7 @@ import SQLiteKit
 import SyncEngine
 import SyncProtocol
 import SyncServer
+import SyncServerSQLite
 
 // What can happen to the server: a reopen, a restart, a backup taken or
 // restored, a clock jump past retention.
