@@ -70,11 +70,12 @@ extension SimWorld {
         // A folder that holds local-only files stays where it is.
         let kept = Set(steps.filter { $0.action == .keep }.map { "folder " + UUIDText.format($0.id) + " " })
         for other in devices {
-            let held = try other.snapshot().filter { line in !kept.contains { line.hasPrefix($0) } }
-            let same = created ? Self.withoutIDs(held) == Self.withoutIDs(lines) : held.sorted() == lines.sorted()
+            let held = Self.asShown(try other.snapshot().filter { line in !kept.contains { line.hasPrefix($0) } })
+            let shown = Self.asShown(lines)
+            let same = created ? Self.withoutIDs(held) == Self.withoutIDs(shown) : held.sorted() == shown.sorted()
             guard !same else { continue }
-            let missing = Set(lines).subtracting(held).sorted().prefix(3)
-            let extra = Set(held).subtracting(lines).sorted().prefix(3)
+            let missing = Set(shown).subtracting(held).sorted().prefix(3)
+            let extra = Set(held).subtracting(shown).sorted().prefix(3)
             violation(
                 "\(other.name): after a revert to step \(moment.step) and a sync, it does not hold the tree of then: "
                     + "missing \(Array(missing)), extra \(Array(extra))")
@@ -137,6 +138,27 @@ extension SimWorld {
     }
 
     /// Snapshot lines with every id left out, sorted (a note made again has a new one).
+    /// The lines as a machine shows them: a note or folder whose folder is
+    /// not among the live ones (deleted at the moment, while it stayed) sits
+    /// in the root, which is what every machine showed then and what a
+    /// revert gives back.
+    static func asShown(_ lines: [String]) -> [String] {
+        let folders = Set(lines.compactMap { line -> String? in
+            let words = line.split(separator: " ")
+            return words.count > 1 && words[0] == "folder" ? String(words[1]) : nil
+        })
+        return lines.map { line in
+            line.split(separator: " ", omittingEmptySubsequences: false).map { word in
+                let text = String(word)
+                for prefix in ["parent=", "folder="] where text.hasPrefix(prefix) {
+                    let id = String(text.dropFirst(prefix.count))
+                    if id != "-" && !folders.contains(id) { return prefix + "-" }
+                }
+                return text
+            }.joined(separator: " ")
+        }
+    }
+
     static func withoutIDs(_ lines: [String]) -> [String] {
         lines.map { line in
             line.split(separator: " ").map { word in

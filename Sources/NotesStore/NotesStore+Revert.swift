@@ -183,9 +183,7 @@ extension NotesStore {
     ) throws -> (step: RevertStep, operation: RevertOperation)? {
         let target = moment.path(ofFolder: id.uuid)
         guard let row = try FolderRow.load(db, id: id) else {
-            // Made again at its path, it gets the id its parent and name give
-            // (the one it had, unless it was renamed since it was made).
-            let sameID = FolderTree.derivedFolderID(parent: folder.parentID, name: folder.name) == id
+            let sameID = try idMadeAgain(db, id, folder, moment: moment) == id
             return (RevertStep(action: sameID ? .restore : .create, id: id.uuid, isFolder: true, path: target), .makeFolder(id, folder))
         }
         guard row.deleted || row.content != folder else { return nil }
@@ -194,6 +192,25 @@ extension NotesStore {
             return (RevertStep(action: .restore, id: id.uuid, isFolder: true, path: target), operation)
         }
         return (RevertStep(action: .edit, id: id.uuid, isFolder: true, path: before, newPath: before == target ? nil : target), operation)
+    }
+
+    /// The id a folder gets when the revert applies: its own when this
+    /// machine has its row; made again, the id its shown parent and name
+    /// give (the one it had, unless it was renamed or its folder went since
+    /// it was made). Its shown parent is the folder it was in at the moment
+    /// when that folder is here now or comes back with the revert, else the
+    /// root, as for any folder whose parent was deleted.
+    private func idMadeAgain(_ db: Connection, _ id: FolderID, _ folder: FolderContent, moment: PastTree, depth: Int = 0) throws -> FolderID {
+        if try FolderRow.load(db, id: id) != nil { return id }
+        var parent: FolderID?
+        if let parentID = folder.parentID, depth < 4_096 {
+            if let parentFolder = moment.folders[parentID.uuid] {
+                parent = try idMadeAgain(db, parentID, parentFolder, moment: moment, depth: depth + 1)
+            } else if try FolderRow.load(db, id: parentID).map({ !$0.deleted }) ?? false {
+                parent = parentID
+            }
+        }
+        return FolderTree.derivedFolderID(parent: parent, name: folder.name)
     }
 
     private func noteChange(

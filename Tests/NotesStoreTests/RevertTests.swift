@@ -125,6 +125,25 @@ import Testing
         #expect(try store.lookup(in: .root, name: "B") == nil)
     }
 
+    @Test func aFolderNeverSeenHereWhoseFolderWasGoneAtTheMomentComesBackInTheRootAsNew() throws {
+        // At the moment the server held Home inside Old, and Old was already
+        // deleted (every machine showed Home in the root). This machine never
+        // had either; it comes back in the root, where it was shown, as a
+        // folder made again, and the plan says so.
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let old = FolderTree.derivedFolderID(parent: nil, name: "Old")
+        let home = FolderTree.derivedFolderID(parent: old, name: "Home")
+        let past = [PastEntity(id: home.uuid, content: .folder(FolderContent(name: "Home", parentID: old)))]
+
+        let plan = try store.revertPlan(to: past, within: [])
+        #expect(plan.map(\.description) == ["create   Home/ (as new: this machine never saw it)"])
+        try store.revert(to: past, within: [])
+        let made = try #require(try store.lookup(in: .root, name: "Home")?.ref.directory)
+        #expect(made == .folder(FolderTree.derivedFolderID(parent: nil, name: "Home")))
+    }
+
     @Test func linesAddedAndRemovedAreCountedAsLines() {
         #expect(NotesStore.lineChanges(from: Data(utf8: "a\nb\n"), to: Data(utf8: "a\nb\nc\n")) == (1, 0))
         #expect(NotesStore.lineChanges(from: Data(utf8: "a\nb"), to: Data(utf8: "a\n")) == (0, 1))
