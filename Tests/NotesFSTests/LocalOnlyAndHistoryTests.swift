@@ -10,10 +10,15 @@ struct LocalOnlyAndHistoryTests {
         defer { fixture.remove() }
         _ = try Seed.syncedNotes(fixture.databasePath, [(folder: [], title: "note.md", body: "text\n")])
         try fixture.mount()
+        // vim stays until the listing is taken (a flag file outside the
+        // mount), however slowly a loaded machine runs the shell.
+        let flag = NSTemporaryDirectory() + "notesfs-vim-flag-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: flag) }
         let seen = try fixture.sh("""
-            (TERM=dumb timeout 120 vim -c 'sleep 2' -c q note.md </dev/null >/dev/null 2>&1 &)
+            (TERM=dumb timeout 120 vim -c 'while !filereadable("\(flag)") | sleep 50m | endwhile' -c q note.md </dev/null >/dev/null 2>&1 &)
             for i in $(seq 1 1200); do [ -e .note.md.swp ] && break; sleep 0.05; done
             ls -a
+            touch '\(flag)'
             for i in $(seq 1 2400); do [ -e .note.md.swp ] || break; sleep 0.05; done
             """)
         #expect(seen.contains(".note.md.swp"))

@@ -117,7 +117,10 @@ import Testing
         // Offline: the server has not been asked about the new token yet.
         try a.mount(extraArguments: ["--token-file", secondToken])
         _ = try cluster.shell(a, "echo offline > offline.md")
-        #expect((a.text(".notesfs/status") ?? "").contains("cannot reach the server"))
+        // The status says so once the mount has tried (not at once: the try comes after the save).
+        try cluster.waitFor("a's status says the server cannot be reached") {
+            (a.text(".notesfs/status") ?? "").contains("cannot reach the server")
+        }
         try cluster.server.start()
         let synced = try cluster.notesfs(["sync", "--wait", "--data", a.dataDirectory])
         #expect(synced.status == 0, "\(synced.standardOutput) \(synced.standardError)")
