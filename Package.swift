@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "SyncServer", dependencies: ["SyncProtocol", "NotesModel", "SQLiteKit", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
-        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse", "ProcessKit"]),
+        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "CFuse", "ProcessKit"]),
 
         // MARK: The command
         .executableTarget(
