@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "SyncServerPostgres", dependencies: ["SyncServer", "SyncProtocol", "NotesModel", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
-        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "SQLiteKit", "CFuse", "ProcessKit"]),
+        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "CFuse", "ProcessKit"]),
 
         // MARK: The command
         .executableTarget(

@@ -1,6 +1,5 @@
 import Foundation
 import NotesStore
-import SQLiteKit
 
 /// The one place where errors become errno values for the kernel.
 enum ErrnoMapping {
@@ -10,10 +9,6 @@ enum ErrnoMapping {
             return error.errno
         case let error as StoreError:
             return code(for: error)
-        case let error as SQLiteError:
-            if error.isDiskFull { return ENOSPC }
-            if error.isBusy { return EBUSY }
-            return EIO
         default:
             return EIO
         }
@@ -34,8 +29,9 @@ enum ErrnoMapping {
         case .diskFull: ENOSPC
         case .newerSchema: EIO
         case .syncMismatch: EIO
-        case .database(let error): error.isDiskFull ? ENOSPC : error.isBusy ? EBUSY : EIO
-        case .localFile(let error): error.isDiskFull ? ENOSPC : EIO
+        case .busy: EBUSY
+        // The store turns SQLite's and a local file's "disk full" into `.diskFull`.
+        case .database, .localFile: EIO
         }
     }
 }

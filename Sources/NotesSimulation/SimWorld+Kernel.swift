@@ -214,7 +214,7 @@ extension SimWorld {
     private func kernelCallFailed(_ device: SimDevice, _ error: Error) {
         if let error = error as? StoreError {
             switch error {
-            case .database, .localFile, .diskFull, .newerSchema, .syncMismatch:
+            case .database, .busy, .localFile, .diskFull, .newerSchema, .syncMismatch:
                 violation("\(device.name): the store failed under the kernel: \(error)")
                 return
             default: break

@@ -129,7 +129,7 @@ extension SimWorld {
             }
         } catch let error as StoreError {
             switch error {
-            case .database, .localFile, .diskFull, .newerSchema, .syncMismatch:
+            case .database, .busy, .localFile, .diskFull, .newerSchema, .syncMismatch:
                 violation("\(device.name): the store failed: \(error)")
             default:
                 trace("\(device.name) the store said no: \(error)")

@@ -29,6 +29,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
     /// This store and the server's account do not go together (another
     /// account's token); the text says why and what to do.
     case syncMismatch(String)
+    /// Another connection held the database locked past the wait (another
+    /// process writing it); trying again may succeed.
+    case busy(SQLiteError)
     /// SQLite failed.
     case database(SQLiteError)
     /// A local-only file's backing file could not be read or written.
@@ -52,6 +55,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
             "this notes database was written by a newer notesfs (schema \(found); this one knows up to "
                 + "\(supported)). Upgrade notesfs; the database was left untouched."
         case .syncMismatch(let reason): reason
+        case .busy(let error): error.description
         case .database(let error): error.description
         case .localFile(let error): error.description
         }
@@ -70,6 +74,7 @@ extension StoreError {
             throw .localFile(error)
         } catch let error as SQLiteError {
             if error.isDiskFull { throw .diskFull }
+            if error.isBusy { throw .busy(error) }
             throw .database(error)
         } catch {
             throw .database(SQLiteError(code: 1, message: String(describing: error)))
