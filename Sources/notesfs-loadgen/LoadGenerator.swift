@@ -11,7 +11,7 @@ import SyncServerSQLite
 enum LoadGenerator {
     static func main(_ arguments: [String]) -> Int32 {
         guard let mode = arguments.first else {
-            FileHandle.standardError.write(Data("usage: notesfs-loadgen setup|push|wake [options]\n".utf8))
+            FileHandle.standardError.write(Data("usage: notesfs-loadgen setup|push|wake|poll [options]\n".utf8))
             return 2
         }
         var options: [String: String] = [:]
@@ -25,6 +25,7 @@ enum LoadGenerator {
             case "setup": try setup(options)
             case "push": try push(options)
             case "wake": try wake(options)
+            case "poll": try poll(options)
             default: throw LoadError("unknown mode \(mode)")
             }
             return 0
@@ -229,6 +230,61 @@ enum LoadGenerator {
                 format: "wake clients=%d wakes=%d seconds=%.1f rate=%.0f p50_ms=%.2f p99_ms=%.2f failures=%d",
                 clients, total.wakes, elapsed, Double(total.wakes) / elapsed, percentile(sorted, 0.50),
                 percentile(sorted, 0.99), total.failures))
+    }
+
+    /// Clients each re-polling its account's feed at the head, every poll
+    /// on one kept-alive connection: with `--wait 0` empty polls as fast as
+    /// the server answers, with `--wait W` idle long-poll cycles (each parks
+    /// W seconds, ends with nothing new, and is sent again at once). Nobody
+    /// pushes, so every answer must be an empty page.
+    static func poll(_ options: [String: String]) throws {
+        let port = UInt16(try number(options, "--port"))
+        let tokens = try loadTokens(try option(options, "--tokens"))
+        let clients = try number(options, "--clients")
+        let seconds = Double(try number(options, "--seconds"))
+        let wait = try options["--wait"].map { text in
+            guard let wait = Int(text), wait >= 0 else { throw LoadError("--wait must be ≥ 0") }
+            return wait
+        } ?? 0
+        let results = Mutex<(polls: Int, failures: Int)>((0, 0))
+        let start = Date()
+        let deadline = start.addingTimeInterval(seconds)
+        runThreads(clients) { client in
+            let token = tokens[client % tokens.count]
+            var polls = 0
+            var failures = 0
+            do {
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(method: "GET", target: Endpoint.changes, token: token)
+                let first = try connection.receive()
+                let cursor = try WireCoding.decoder().decode(ChangesPage.self, from: first.body).nextCursor.rawValue
+                let target = Endpoint.changes + "?since=\(cursor)" + (wait > 0 ? "&wait=\(wait)" : "")
+                while Date() < deadline {
+                    try connection.send(method: "GET", target: target, token: token)
+                    let reply = try connection.receive()
+                    guard reply.status == 200,
+                        let page = try? WireCoding.decoder().decode(ChangesPage.self, from: reply.body),
+                        page.changes.isEmpty
+                    else {
+                        failures += 1
+                        continue
+                    }
+                    polls += 1
+                }
+            } catch {
+                failures += 1
+            }
+            results.withLock { total in
+                total.polls += polls
+                total.failures += failures
+            }
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        let total = results.withLock { $0 }
+        print(
+            String(
+                format: "poll clients=%d wait=%d polls=%d seconds=%.1f rate=%.0f failures=%d", clients, wait,
+                total.polls, elapsed, Double(total.polls) / elapsed, total.failures))
     }
 
     static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
