@@ -107,7 +107,7 @@ final class SimKernel: @unchecked Sendable {
         deviceIndex = device.index
         store = device.store
         self.opensSkipped = opensSkipped
-        mount = UnmountedFileSystem(store: device.store, skipsOpens: opensSkipped)
+        mount = UnmountedFileSystem(tree: device.store.tree, skipsOpens: opensSkipped)
         observerID = store.addObserver { [unowned self] commit in
             guard !self.inRequest else { return }
             self.changedBehindTheKernel(commit)

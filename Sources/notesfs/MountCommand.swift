@@ -337,7 +337,7 @@ struct MountDaemon {
         }
         let syncSetup = try SyncService.prepare(location: location, store: store, log: log)
         let mount = try NotesMount(
-            store: store, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)
+            tree: store.tree, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)
         let sync = try syncSetup.map { setup in
             try SyncService(
                 location: location, store: store, transport: setup.transport, tokenID: setup.tokenID, mount: mount,
