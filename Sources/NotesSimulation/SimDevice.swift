@@ -99,7 +99,7 @@ final class SimDevice: @unchecked Sendable {
         }
         try store.beginSession()
         let transport = SimTransport(world: world, device: index)
-        let engine = try SyncEngine(store: store, transport: transport, configuration: engineConfiguration)
+        let engine = try SyncEngine(replica: store.replica, transport: transport, configuration: engineConfiguration)
         let reader = try Connection(path: path, options: .init(mode: .readOnly, walJournal: false))
         return (store, engine, transport, reader)
     }

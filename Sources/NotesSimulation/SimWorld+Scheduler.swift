@@ -121,7 +121,7 @@ extension SimWorld {
         let jitter = SimUnitSource(seed: seed &* 0x9E37 &+ UInt64(device.index) &* 7_919 &+ UInt64(device.crashes))
         let name = device.name
         let scheduler = SyncScheduler(
-            engine: device.engine, store: device.store, transport: device.transport,
+            engine: device.engine, replica: device.store.replica, transport: device.transport,
             configuration: schedulers.configuration, clock: SimSchedulerClock(hub: schedulers.hub, owner: owner),
             random: { jitter.next() },
             log: { [weak self] line in self?.trace("\(name) scheduler at \(self?.simSeconds ?? ""): \(line)") })

@@ -169,28 +169,32 @@ extension SyncReplica {
         try store.massDeleteHold()
     }
 
-    /// `notesfs sync --allow-mass-delete`: the held pulled deletions are
-    /// applied now, the held local ones may be sent, and the window starts
-    /// again (what was confirmed never counts again).
-    @discardableResult
-    nonisolated(nonsending) public func confirmMassDelete() async throws(StoreError) -> MassDeleteRelease {
-        try store.confirmMassDelete()
-    }
-
-    /// `notesfs sync --restore-held`: cancels the held deletions. Notes and
-    /// folders deleted here come back as edits on their last known version
-    /// (so edits made elsewhere while the deletion was held, whose pulls the
-    /// held row skipped, come back through a merge); those deleted elsewhere are pushed back
-    /// as edits on the server's tombstone, so every machine gets them again.
-    /// The window starts again.
-    @discardableResult
-    nonisolated(nonsending) public func restoreHeldDeletions() async throws(StoreError) -> MassDeleteRestore {
-        try store.restoreHeldDeletions()
-    }
-
     /// A number that changes whenever another connection (another process,
     /// such as `notesfs restore`) committed to the database.
     nonisolated(nonsending) public func externalChangeCounter() async throws(StoreError) -> Int64 {
         try store.externalChangeCounter()
+    }
+}
+
+// Synchronous answers for callers on threads of their own, not the engine:
+// the status file's reader (a FUSE worker) and `notesfs sync
+// --allow-mass-delete`/`--restore-held` (the control socket's thread). In an
+// async context the `async` entry points above are chosen.
+extension SyncReplica {
+    /// The sync bookkeeping row, read at once on the calling thread.
+    public func syncState() throws(StoreError) -> SyncStateSnapshot {
+        try store.syncState()
+    }
+
+    /// Lets the held deletions go (`notesfs sync --allow-mass-delete`), on the calling thread.
+    @discardableResult
+    public func confirmMassDelete() throws(StoreError) -> MassDeleteRelease {
+        try store.confirmMassDelete()
+    }
+
+    /// Cancels the held deletions (`notesfs sync --restore-held`), on the calling thread.
+    @discardableResult
+    public func restoreHeldDeletions() throws(StoreError) -> MassDeleteRestore {
+        try store.restoreHeldDeletions()
     }
 }

@@ -45,9 +45,9 @@ final class SyncService: Sendable {
     ) throws {
         self.transport = transport
         self.log = log
-        let engine = try SyncEngine(store: store, transport: transport, tokenID: tokenID)
+        let engine = try SyncEngine(replica: store.replica, transport: transport, tokenID: tokenID)
         let scheduler = SyncScheduler(
-            engine: engine, store: store, transport: transport, log: { log.info($0) })
+            engine: engine, replica: store.replica, transport: transport, log: { log.info($0) })
         self.scheduler = scheduler
         socket = try SyncControlSocket(
             path: SyncControlSocket.path(location), scheduler: scheduler, transport: transport, log: log)
