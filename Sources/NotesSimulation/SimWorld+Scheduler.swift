@@ -246,7 +246,7 @@ extension SimWorld {
         while waited < limitSeconds && !quiet {
             try await passTime(seconds: 10)
             waited += 10
-            for device in devices where try device.store.massDeleteHold().isHeld {
+            for device in devices where try device.store.admin.massDeleteHold().isHeld {
                 try answerHeldDeletions(device)
             }
             quiet = try isQuiet()
@@ -260,7 +260,7 @@ extension SimWorld {
         }
         var states: [String] = []
         for device in devices {
-            let pending = try device.store.status().pendingCount
+            let pending = try device.store.admin.status().pendingCount
             let outcome = await device.scheduler?.lastRunOutcome
             states.append("\(device.name): \(pending) pending, last run \(outcome.map { "\($0)" } ?? "none")")
         }

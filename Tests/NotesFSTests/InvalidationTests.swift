@@ -1,7 +1,7 @@
 import Foundation
 import NotesFS
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import TestSupport
 import Synchronization
 import Testing

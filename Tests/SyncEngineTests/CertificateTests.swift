@@ -1,6 +1,6 @@
 import Foundation
 import HTTPServer
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncServer
 import Testing

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncProtocol
 import SyncServer
