@@ -10,8 +10,8 @@ extension ControlDirectory {
 
     /// The control directory of a mount whose moments ask the server
     /// through `hooks` (when the command set a fetcher there).
-    init(store: NotesStore, hooks: MountHooks = MountHooks(), log: MountLog = .discard) {
-        self.init(store: store, hooks: hooks, moments: MomentCache(store: store, hooks: hooks, log: log))
+    init(tree: NotesTree, hooks: MountHooks = MountHooks(), log: MountLog = .discard) {
+        self.init(tree: tree, hooks: hooks, moments: MomentCache(tree: tree, hooks: hooks, log: log))
     }
 
     func atChild(name: String) -> Node? {
@@ -61,7 +61,7 @@ extension ControlDirectory {
             return try texts.text(ofNode: index, version: version)
         }
         do {
-            return try store.momentText(body)
+            return try tree.momentText(body)
         } catch {
             // This machine let go of the text since the moment was built
             // (a pruned history entry, an emptied trash).

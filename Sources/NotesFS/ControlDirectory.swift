@@ -45,7 +45,7 @@ struct ControlDirectory: Sendable {
         ("history", .history), ("trash", .trash), ("at", .at),
     ]
 
-    let store: NotesStore
+    let tree: NotesTree
     /// Supplies sync progress and retry lines for `status`.
     var hooks = MountHooks()
     /// Numbers for the trash's folders, which have no row of their own.
@@ -108,7 +108,7 @@ struct ControlDirectory: Sendable {
             return Self.files.first { $0.0 == name }?.1
         case .history?:
             // A failed read answers "no such name"; the next lookup asks again.
-            guard let entry = try? store.historyEntry(named: name) else { return nil }
+            guard let entry = try? tree.historyEntry(named: name) else { return nil }
             return .historyItem(entry.seq)
         case .trash?:
             return trashChild(in: "", name: name)
@@ -124,7 +124,7 @@ struct ControlDirectory: Sendable {
     }
 
     func historyEntry(_ seq: Int64) throws -> HistoryEntry {
-        guard let entry = try store.historyEntry(seq) else { throw FileSystemError.notFound }
+        guard let entry = try tree.historyEntry(seq) else { throw FileSystemError.notFound }
         return entry
     }
 
@@ -140,7 +140,7 @@ struct ControlDirectory: Sendable {
         case .historyItem(let seq):
             return Self.attributes(of: try historyEntry(seq), uid: uid, gid: gid)
         case .trashItem(let seq):
-            guard let entry = try store.trashEntry(seq) else { throw FileSystemError.notFound }
+            guard let entry = try tree.trashEntry(seq) else { throw FileSystemError.notFound }
             return Self.attributes(of: entry, uid: uid, gid: gid)
         case .moment(let number, let index):
             return try momentAttributes(number, index, uid: uid, gid: gid)
@@ -161,23 +161,23 @@ struct ControlDirectory: Sendable {
     func content(_ node: Node) throws -> Data {
         switch node {
         case .root, .history, .trash, .trashDirectory, .at: throw FileSystemError.isADirectory
-        case .historyItem(let seq): return try store.historyBody(seq)
+        case .historyItem(let seq): return try tree.historyBody(seq)
         case .atReadme: return Data(moments.readme().utf8)
         case .moment(let number, let index): return try momentText(number, index)
-        case .trashItem(let seq): return try store.trashBody(seq)
+        case .trashItem(let seq): return try tree.trashBody(seq)
         case .status:
-            var status = try store.status()
+            var status = try tree.status()
             status.live = hooks.liveSync()
             return Data(status.humanText(nowNanoseconds: NotesFileSystem.nowNanoseconds()).utf8)
         case .statusJSON:
-            var status = try store.status()
+            var status = try tree.status()
             status.live = hooks.liveSync()
             return status.json()
         case .pending:
-            let status = try store.status()
+            let status = try tree.status()
             return Data(status.unsyncedPaths.map { $0 + "\n" }.joined().utf8)
         case .conflicts:
-            return Data(ConflictCopyInfo.listing(try store.conflictCopies()).utf8)
+            return Data(ConflictCopyInfo.listing(try tree.conflictCopies()).utf8)
         }
     }
 
@@ -233,7 +233,7 @@ struct ControlDirectory: Sendable {
         }
         var after = max(0, offset - 2)
         while true {
-            let batch = try store.historyPage(afterSeq: after, limit: Self.historyBatchEntries)
+            let batch = try tree.historyPage(afterSeq: after, limit: Self.historyBatchEntries)
             for entry in batch {
                 let attributes = Self.attributes(of: entry, uid: uid, gid: gid)
                 let listed = DirectoryEntry(

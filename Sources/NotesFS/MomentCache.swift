@@ -67,12 +67,12 @@ final class MomentCache: Sendable {
     }
 
     private let state = Mutex(State())
-    private let store: NotesStore
+    private let tree: NotesTree
     private let hooks: MountHooks
     private let log: MountLog
 
-    init(store: NotesStore, hooks: MountHooks, log: MountLog) {
-        self.store = store
+    init(tree: NotesTree, hooks: MountHooks, log: MountLog) {
+        self.tree = tree
         self.hooks = hooks
         self.log = log
     }
@@ -171,7 +171,7 @@ final class MomentCache: Sendable {
 
     private func offline(name: String, at: Date, why: String) throws -> ShownMoment {
         let nanoseconds = Int64((at.timeIntervalSince1970 * 1e9).rounded(.down))
-        let (items, laterTexts) = OfflineMoment.items(at: nanoseconds, from: try store.momentRecords())
+        let (items, laterTexts) = OfflineMoment.items(at: nanoseconds, from: try tree.momentRecords())
         return ShownMoment(
             name: name, at: at, tree: MomentTree(items: items), source: .thisMachine(why: why, laterTexts: laterTexts),
             texts: nil, madeAt: DispatchTime.now().uptimeNanoseconds, lifetimeNanoseconds: Self.shortLifetimeNanoseconds)

@@ -14,7 +14,7 @@ extension NotesFileSystem {
         guard name.hasPrefix(Self.attributePrefix), !ControlDirectory.owns(inode) else {
             throw FileSystemError.noData
         }
-        let info = try store.syncInfo(for: try resolve(inode))
+        let info = try tree.syncInfo(for: try resolve(inode))
         switch name {
         case Self.idAttribute:
             guard !info.id.isEmpty else { throw FileSystemError.noData }
@@ -31,7 +31,7 @@ extension NotesFileSystem {
 
     public func extendedAttributeNames(inode: UInt64) throws -> [String] {
         guard !ControlDirectory.owns(inode) else { return [] }
-        let info = try store.syncInfo(for: try resolve(inode))
+        let info = try tree.syncInfo(for: try resolve(inode))
         var names: [String] = []
         if !info.id.isEmpty { names.append(Self.idAttribute) }
         names.append(Self.stateAttribute)

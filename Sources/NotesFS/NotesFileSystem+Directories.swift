@@ -8,8 +8,8 @@ extension NotesFileSystem {
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.exists
         }
-        let view = store.kernelViewGeneration
-        let entry = try store.makeDirectory(
+        let view = tree.kernelViewGeneration
+        let entry = try tree.makeDirectory(
             in: try directory(parent), name: name, mode: mode & 0o7777 & ~context.umask)
         return try handOut(entry, view: view)
     }
@@ -20,11 +20,11 @@ extension NotesFileSystem {
             throw FileSystemError.notPermitted
         }
         let directory = try directory(parent)
-        guard let entry = try store.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
+        guard let entry = try tree.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
         guard entry.kind != .directory else { throw FileSystemError.isADirectory }
         preserveOpenHandles(of: entry)
         do {
-            try store.removeFile(in: directory, name: name)
+            try tree.removeFile(in: directory, name: name)
         } catch {
             forgetPreserved(entry)
             throw error
@@ -44,9 +44,9 @@ extension NotesFileSystem {
             throw FileSystemError.notPermitted
         }
         let directory = try directory(parent)
-        guard let entry = try store.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
+        guard let entry = try tree.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
         guard entry.kind == .directory else { throw FileSystemError.notADirectory }
-        try store.removeDirectory(in: directory, name: name)
+        try tree.removeDirectory(in: directory, name: name)
         if let inode = inodes.inode(for: entry.ref) { inodes.detach(inode) }
     }
 
@@ -70,13 +70,13 @@ extension NotesFileSystem {
         let from = try directory(parent)
         let to = try directory(newParent)
         var preserved: UInt64?
-        if opensAreSkipped || handles.hasOpenFiles, let target = try store.lookup(in: to, name: newName) {
+        if opensAreSkipped || handles.hasOpenFiles, let target = try tree.lookup(in: to, name: newName) {
             preserveOpenHandles(of: target)
             preserved = inodes.inode(for: target.ref)
         }
         let outcome: RenameOutcome
         do {
-            outcome = try store.rename(from: from, name: name, to: to, newName: newName, noReplace: flags.noReplace)
+            outcome = try tree.rename(from: from, name: name, to: to, newName: newName, noReplace: flags.noReplace)
         } catch {
             if let preserved { inodes.clearSnapshot(preserved) }
             throw error
@@ -87,7 +87,7 @@ extension NotesFileSystem {
         // move; the target note for a rename-over; a new entry across the
         // local-only line).
         if inodes.inode(for: outcome.entry.ref) == nil {
-            let inode = try store.inode(for: outcome.entry.ref)
+            let inode = try tree.inode(for: outcome.entry.ref)
             inodes.rebind(inode, to: outcome.entry.ref)
         }
         // Bytes kept for an inode that is still attached (it was not the one
@@ -125,7 +125,7 @@ extension NotesFileSystem {
     }
 
     public func fsyncDirectory(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
-        try store.durableSync()
+        try tree.durableSync()
     }
 
     /// Offsets: 1 is `.`, 2 is `..`, and an entry's offset is its store cookie + 2.
@@ -155,15 +155,15 @@ extension NotesFileSystem {
         // Lookups counted for the entries sent, recorded under one lock
         // before the reply leaves (so no forget can overtake them).
         var handedOut: [(inode: UInt64, ref: EntryRef)] = []
-        let view = store.kernelViewGeneration
+        let view = tree.kernelViewGeneration
         defer { inodes.lookedUp(handedOut, view: view) }
         while true {
-            let batch = try store.list(directory: directory, afterCookie: after, limit: Self.listBatchEntries)
+            let batch = try tree.list(directory: directory, afterCookie: after, limit: Self.listBatchEntries)
             if batch.isEmpty { return }
             var numbers = inodes.inodes(for: batch.map { ($0.ref, $0.inode) })
             let unknown = numbers.indices.filter { numbers[$0] == nil }
             if !unknown.isEmpty {
-                let made = try store.inodes(for: unknown.map { batch[$0].ref })
+                let made = try tree.inodes(for: unknown.map { batch[$0].ref })
                 for index in unknown { numbers[index] = made[batch[index].ref] }
             }
             if plus { handedOut.reserveCapacity(handedOut.count + batch.count) }

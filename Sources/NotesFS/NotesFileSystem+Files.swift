@@ -16,7 +16,7 @@ extension NotesFileSystem {
             let handle = try handles.open(.generated(inode: inode, content: content))
             return OpenReply(handle: handle, keepCache: false, directIO: true)
         }
-        let view = store.kernelViewGeneration
+        let view = tree.kernelViewGeneration
         if !(flags.truncate && flags.canWrite), inodes.ref(for: inode) != nil {
             // The common case answers from memory: the kernel only opens
             // regular files here (directories go to opendir), the inode is
@@ -27,12 +27,12 @@ extension NotesFileSystem {
             return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
         }
         let ref = try resolve(inode)
-        guard var entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+        guard var entry = try tree.entry(for: ref) else { throw FileSystemError.notFound }
         guard entry.kind != .directory else { throw FileSystemError.isADirectory }
         var keepCache = false
         if flags.truncate && flags.canWrite {
             if entry.size > 0 {
-                try store.truncate(ref, to: 0)
+                try tree.truncate(ref, to: 0)
                 entry.size = 0
             }
             // The kernel drops its pages at this open; what it caches from
@@ -54,12 +54,12 @@ extension NotesFileSystem {
             throw FileSystemError.notPermitted
         }
         let directory = try directory(parent)
-        let view = store.kernelViewGeneration
-        var (entry, inode) = try store.createFileNumbered(
+        let view = tree.kernelViewGeneration
+        var (entry, inode) = try tree.createFileNumbered(
             in: directory, name: name, mode: mode & 0o7777 & ~context.umask, exclusive: flags.exclusive)
         if entry.size > 0 && flags.truncate && flags.canWrite {
             // create() of a name that appeared since the kernel's lookup.
-            try store.truncate(entry.ref, to: 0)
+            try tree.truncate(entry.ref, to: 0)
             entry.size = 0
         }
         let reply = handOut(entry, inode: inodes.inode(for: entry.ref) ?? inode, view: view)
@@ -77,8 +77,8 @@ extension NotesFileSystem {
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }
-        let view = store.kernelViewGeneration
-        let entry = try store.createFile(
+        let view = tree.kernelViewGeneration
+        let entry = try tree.createFile(
             in: try directory(parent), name: name, mode: mode & 0o7777 & ~context.umask, exclusive: true)
         return try handOut(entry, view: view)
     }
@@ -96,7 +96,7 @@ extension NotesFileSystem {
         case .file(_, _, let snapshot?):
             return Self.slice(snapshot.content, offset: offset, count: wanted)
         case .file:
-            return try store.read(try resolve(inode), offset: offset, count: wanted, view: inodes.viewForRead(of: inode))
+            return try tree.read(try resolve(inode), offset: offset, count: wanted, view: inodes.viewForRead(of: inode))
         case .directory:
             throw FileSystemError.isADirectory
         case nil:
@@ -108,7 +108,7 @@ extension NotesFileSystem {
             if let snapshot = inodes.snapshot(of: inode) {
                 return Self.slice(snapshot.content, offset: offset, count: wanted)
             }
-            return try store.read(try resolve(inode), offset: offset, count: wanted, view: inodes.viewForRead(of: inode))
+            return try tree.read(try resolve(inode), offset: offset, count: wanted, view: inodes.viewForRead(of: inode))
         }
     }
 
@@ -158,7 +158,7 @@ extension NotesFileSystem {
     /// have made stale), and a write through a stale view is merged with what
     /// its writer had not seen; either way the kernel's copy is then dropped.
     private func storeWrite(inode: UInt64, offset: Int64, bytes: Data, append: Bool, view: UInt64?) throws {
-        let result = try store.write(try resolve(inode), offset: offset, bytes: bytes, append: append, view: view)
+        let result = try tree.write(try resolve(inode), offset: offset, bytes: bytes, append: append, view: view)
         if result.kernelViewStale { dropKernelView(of: inode) }
     }
 
@@ -195,20 +195,20 @@ extension NotesFileSystem {
         if handle == 0 {
             // Opened without an open request: sync unless the bytes are a detached inode's own.
             if !ControlDirectory.owns(inode) && inodes.snapshot(of: inode) == nil {
-                try store.durableSync(of: try resolve(inode), dataOnly: dataOnly)
+                try tree.durableSync(of: try resolve(inode), dataOnly: dataOnly)
                 hooks.fileClosed()
             }
             return
         }
         if case .file(_, _, nil) = handles.handle(handle) {
-            try store.durableSync(of: try resolve(inode), dataOnly: dataOnly)
+            try tree.durableSync(of: try resolve(inode), dataOnly: dataOnly)
             hooks.fileClosed()
         }
     }
 
     public func readLink(inode: UInt64) throws -> String {
         guard !ControlDirectory.owns(inode) else { throw FileSystemError.invalid }
-        return try store.readLink(try resolve(inode))
+        return try tree.readLink(try resolve(inode))
     }
 
     public func makeSymlink(parent: UInt64, name: String, target: String) throws -> EntryReply {
@@ -216,8 +216,8 @@ extension NotesFileSystem {
         if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
             throw FileSystemError.notPermitted
         }
-        let view = store.kernelViewGeneration
-        let entry = try store.makeSymlink(in: try directory(parent), name: name, target: target)
+        let view = tree.kernelViewGeneration
+        let entry = try tree.makeSymlink(in: try directory(parent), name: name, target: target)
         return try handOut(entry, view: view)
     }
 }

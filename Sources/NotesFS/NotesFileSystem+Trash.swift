@@ -22,11 +22,11 @@ extension NotesFileSystem {
         let to = try directory(newParent)
         switch source {
         case .trashItem(let seq):
-            let id = try store.restoreFromTrash(seq, to: .at(to, name: newName))
+            let id = try tree.restoreFromTrash(seq, to: .at(to, name: newName))
             log.info("restored note \(id) from the trash ('\(name)' moved out as '\(newName)')")
         case .trashDirectory(let number):
             guard let path = control.trashDirectories.path(number) else { throw FileSystemError.notFound }
-            let ids = try store.restoreTrashDirectory(path, to: .at(to, name: newName))
+            let ids = try tree.restoreTrashDirectory(path, to: .at(to, name: newName))
             log.info("restored \(ids.count) notes from the trash folder '\(path)' (moved out as '\(newName)')")
         default:
             throw FileSystemError.notPermitted

@@ -7,7 +7,7 @@ import Synchronization
 /// call (plus, at most, a cheap read), keeps the inode and handle tables and
 /// serves the hidden `.notesfs` control directory.
 public final class NotesFileSystem: FileSystemOperations {
-    let store: NotesStore
+    let tree: NotesTree
     let inodes: InodeTable
     let handles = HandleTable()
     /// Folder attributes from memory (one getattr of the folder per created file).
@@ -28,17 +28,17 @@ public final class NotesFileSystem: FileSystemOperations {
     /// Reads larger than this are cut (the kernel asks for at most max_read anyway).
     static let readBytesMax = 16 << 20
 
-    init(store: NotesStore, inodes: InodeTable, invalidations: InvalidationQueue, log: MountLog) {
-        self.store = store
+    init(tree: NotesTree, inodes: InodeTable, invalidations: InvalidationQueue, log: MountLog) {
+        self.tree = tree
         self.inodes = inodes
         self.invalidations = invalidations
         self.log = log
         let hooks = MountHooks()
         self.hooks = hooks
-        self.control = ControlDirectory(store: store, hooks: hooks, log: log)
+        self.control = ControlDirectory(tree: tree, hooks: hooks, log: log)
         ownerUID = getuid()
         ownerGID = getgid()
-        dataDirectory = (store.path as NSString).deletingLastPathComponent
+        dataDirectory = (tree.path as NSString).deletingLastPathComponent
     }
 
     /// True once the kernel agreed to open files without asking (see
@@ -94,7 +94,7 @@ public final class NotesFileSystem: FileSystemOperations {
         if let ref = inodes.ref(for: inode) { return ref }
         if inodes.isKnown(inode) { throw FileSystemError.notFound }
         // Not handed out in this session (or already forgotten): ask the store.
-        guard let ref = try store.entryRef(forInode: inode) else { throw FileSystemError(ESTALE) }
+        guard let ref = try tree.entryRef(forInode: inode) else { throw FileSystemError(ESTALE) }
         return ref
     }
 
@@ -106,7 +106,7 @@ public final class NotesFileSystem: FileSystemOperations {
     /// The inode number for `ref`: the one the kernel holds, else the store's.
     func inodeNumber(for ref: EntryRef) throws -> UInt64 {
         if let known = inodes.inode(for: ref) { return known }
-        return try store.inode(for: ref)
+        return try tree.inode(for: ref)
     }
 
     func attributes(_ entry: Entry, inode: UInt64) -> FileAttributes {
@@ -160,7 +160,7 @@ public final class NotesFileSystem: FileSystemOperations {
         let skipped = opensAreSkipped
         guard skipped || handles.hasAttachedHandle(on: inode) else { return }
         do {
-            let content = try store.read(entry.ref, offset: 0, count: Self.readBytesMax)
+            let content = try tree.read(entry.ref, offset: 0, count: Self.readBytesMax)
             // Its name is about to go: what is left is an unlinked file.
             var detached = attributes(entry, inode: inode)
             detached.linkCount = 0
@@ -188,8 +188,8 @@ public final class NotesFileSystem: FileSystemOperations {
         }
         if ControlDirectory.owns(parent) { return negativeReply() }
         let directory = try directory(parent)
-        let view = store.kernelViewGeneration
-        guard let entry = try store.lookup(in: directory, name: name) else { return negativeReply() }
+        let view = tree.kernelViewGeneration
+        guard let entry = try tree.lookup(in: directory, name: name) else { return negativeReply() }
         return try handOut(entry, view: view)
     }
 
@@ -210,14 +210,14 @@ public final class NotesFileSystem: FileSystemOperations {
         if let snapshot = inodes.snapshot(of: inode) { return snapshot.attributes }
         let ref = try resolve(inode)
         guard case .folder = ref else {
-            let view = store.kernelViewGeneration
-            guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+            let view = tree.kernelViewGeneration
+            guard let entry = try tree.entry(for: ref) else { throw FileSystemError.notFound }
             inodes.learned(inode, view: view)
             return attributes(entry, inode: inode)
         }
         if let kept = folderAttributes.entry(of: inode, ref: ref) { return attributes(kept, inode: inode) }
         let generation = folderAttributes.generation
-        guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+        guard let entry = try tree.entry(for: ref) else { throw FileSystemError.notFound }
         folderAttributes.keep(entry, of: inode, readAt: generation)
         return attributes(entry, inode: inode)
     }
@@ -261,13 +261,13 @@ public final class NotesFileSystem: FileSystemOperations {
         // learned the size, whichever came first.
         let views = [handle.flatMap { handles.view(of: $0) }, inodes.viewForWrite(of: inode)].compactMap { $0 }
         if let size = changes.size,
-            try store.truncate(ref, to: Int64(clamping: size), view: views.min())
+            try tree.truncate(ref, to: Int64(clamping: size), view: views.min())
         {
             // Merged with text the truncating program had not seen: what the
             // kernel holds of the file is not what is stored.
             dropKernelView(of: inode)
         }
-        if let permissions = changes.permissions { try store.setMode(ref, mode: permissions) }
+        if let permissions = changes.permissions { try tree.setMode(ref, mode: permissions) }
         if changes.accessTime != nil || changes.modificationTime != nil {
             let now = Self.nowNanoseconds()
             func nanoseconds(_ time: AttributeChanges.Time?) -> Int64? {
@@ -277,14 +277,14 @@ public final class NotesFileSystem: FileSystemOperations {
                 case nil: nil
                 }
             }
-            try store.setTimes(
+            try tree.setTimes(
                 ref, accessed: nanoseconds(changes.accessTime), modified: nanoseconds(changes.modificationTime))
         } else if changes.permissions == nil, changes.size == nil, changes.uid != nil || changes.gid != nil {
             // A chown to the owner it has: only the ctime moves.
-            try store.touchStatus(ref)
+            try tree.touchStatus(ref)
         }
-        let view = store.kernelViewGeneration
-        guard let entry = try store.entry(for: ref) else { throw FileSystemError.notFound }
+        let view = tree.kernelViewGeneration
+        guard let entry = try tree.entry(for: ref) else { throw FileSystemError.notFound }
         inodes.learned(inode, view: view)
         return attributes(entry, inode: inode)
     }

@@ -8,7 +8,7 @@ import Synchronization
 /// The `notesfs mount` command runs one in the foreground process; tests may
 /// run one inside their own process to change the store directly.
 public final class NotesMount: Sendable {
-    public let store: NotesStore
+    public let tree: NotesTree
     public let mountpoint: String
     let fileSystem: NotesFileSystem
     let mounter: Mounter
@@ -18,8 +18,8 @@ public final class NotesMount: Sendable {
 
     /// `sourceName` is what `mount` and `/proc/self/mountinfo` show as the source
     /// (`notesfs:<data directory>` lets `notesfs unmount` find the process).
-    public init(store: NotesStore, mountpoint: String, log: MountLog, sourceName: String = "notesfs") throws {
-        self.store = store
+    public init(tree: NotesTree, mountpoint: String, log: MountLog, sourceName: String = "notesfs") throws {
+        self.tree = tree
         self.mountpoint = mountpoint
         self.log = log
         // The queue's sender needs the mounter, which needs the file system,
@@ -27,7 +27,7 @@ public final class NotesMount: Sendable {
         let mounterBox = MounterBox()
         let inodes = InodeTable()
         let folderAttributesBox = FolderAttributeCacheBox()
-        let externalChanges = ExternalChangeWatch(store: store, inodes: inodes, log: log) {
+        let externalChanges = ExternalChangeWatch(tree: tree, inodes: inodes, log: log) {
             folderAttributesBox.cache?.invalidateAll()
         }
         _ = externalChanges.check()  // the baseline, before anything is served
@@ -37,7 +37,7 @@ public final class NotesMount: Sendable {
             mounterBox.mounter?.notify(item) ?? -ENOTCONN
         }
         self.invalidations = invalidations
-        let fileSystem = NotesFileSystem(store: store, inodes: inodes, invalidations: invalidations, log: log)
+        let fileSystem = NotesFileSystem(tree: tree, inodes: inodes, invalidations: invalidations, log: log)
         folderAttributesBox.set(fileSystem.folderAttributes)
         self.fileSystem = fileSystem
         let safeSource = sourceName.contains(",") || sourceName.contains("\\") ? "notesfs" : sourceName
@@ -45,13 +45,13 @@ public final class NotesMount: Sendable {
         let mounter = try Mounter(mountpoint: mountpoint, operations: fileSystem, log: log, options: options)
         mounterBox.set(mounter)
         self.mounter = mounter
-        observerID = Self.observe(store, fileSystem: fileSystem, invalidations: invalidations)
+        observerID = Self.observe(tree, fileSystem: fileSystem, invalidations: invalidations)
     }
 
     /// Queues, after each commit, the invalidations of what the kernel may
     /// hold of it (shared with `UnmountedFileSystem`). Returns the observer id.
-    static func observe(_ store: NotesStore, fileSystem: NotesFileSystem, invalidations: InvalidationQueue) -> Int {
-        store.addObserver { [fileSystem, invalidations] commit in
+    static func observe(_ tree: NotesTree, fileSystem: NotesFileSystem, invalidations: InvalidationQueue) -> Int {
+        tree.addObserver { [fileSystem, invalidations] commit in
             // Before the kernel can hear of the change: whatever it asks next
             // is read from the store again.
             if FolderAttributeCache.affects(commit) {
@@ -152,7 +152,7 @@ public final class NotesMount: Sendable {
     }
 
     private func close() {
-        store.removeObserver(observerID)
+        tree.removeObserver(observerID)
         invalidations.stop()
     }
 }
@@ -161,22 +161,22 @@ public final class NotesMount: Sendable {
 /// and then invalidates everything the kernel holds: which entries changed is
 /// unknown, and the kernel holds few inodes compared with the time saved.
 private final class ExternalChangeWatch: Sendable {
-    private let store: NotesStore
+    private let tree: NotesTree
     private let inodes: InodeTable
     private let log: MountLog
     private let lastCounter = Mutex<Int64?>(nil)
     /// Drops what the mount keeps in memory about the store (folder attributes).
     private let dropMemory: @Sendable () -> Void
 
-    init(store: NotesStore, inodes: InodeTable, log: MountLog, dropMemory: @escaping @Sendable () -> Void) {
-        self.store = store
+    init(tree: NotesTree, inodes: InodeTable, log: MountLog, dropMemory: @escaping @Sendable () -> Void) {
+        self.tree = tree
         self.inodes = inodes
         self.log = log
         self.dropMemory = dropMemory
     }
 
     func check() -> [Invalidation] {
-        guard let counter = try? store.externalChangeCounter() else { return [] }
+        guard let counter = try? tree.externalChangeCounter() else { return [] }
         let changed = lastCounter.withLock { last -> Bool in
             defer { last = counter }
             return last != nil && last != counter

@@ -9,20 +9,20 @@ import NotesStore
 public final class UnmountedFileSystem: Sendable {
     private let fileSystem: NotesFileSystem
     private let invalidations: InvalidationQueue
-    private let store: NotesStore
+    private let tree: NotesTree
     private let observerID: Int
 
     /// `skipsOpens` is what the kernel agreed at connection time (the mount
     /// asks for it: no open or release requests, handle 0).
-    public init(store: NotesStore, log: MountLog = .discard, skipsOpens: Bool = true) {
+    public init(tree: NotesTree, log: MountLog = .discard, skipsOpens: Bool = true) {
         // Never started: its owner takes the items instead of a thread sending them.
         let invalidations = InvalidationQueue(log: log) { _ in 0 }
-        let fileSystem = NotesFileSystem(store: store, inodes: InodeTable(), invalidations: invalidations, log: log)
+        let fileSystem = NotesFileSystem(tree: tree, inodes: InodeTable(), invalidations: invalidations, log: log)
         fileSystem.connected(skipsOpens: skipsOpens)
-        self.store = store
+        self.tree = tree
         self.fileSystem = fileSystem
         self.invalidations = invalidations
-        observerID = NotesMount.observe(store, fileSystem: fileSystem, invalidations: invalidations)
+        observerID = NotesMount.observe(tree, fileSystem: fileSystem, invalidations: invalidations)
     }
 
     /// Serves one kernel request as libfuse's worker would: marked, so commits
@@ -42,6 +42,6 @@ public final class UnmountedFileSystem: Sendable {
 
     /// Stops following the store's commits.
     public func close() {
-        store.removeObserver(observerID)
+        tree.removeObserver(observerID)
     }
 }

@@ -11,7 +11,7 @@ extension SimDevice {
         var tokens = Set<Int>()
         for seq in entries {
             // A file removed since the query read nothing to keep.
-            guard let bytes = try? store.contents(of: .local(seq)) else { continue }
+            guard let bytes = try? store.admin.contents(of: .local(seq)) else { continue }
             tokens.formUnion(SimText.tokens(bytes))
         }
         return tokens

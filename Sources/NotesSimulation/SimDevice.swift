@@ -97,15 +97,15 @@ final class SimDevice: @unchecked Sendable {
         if world.breakage == .chunksOutliveWholeWrites {
             try Connection(path: path).execute("DROP TRIGGER IF EXISTS notes_unchunk")
         }
-        try store.beginSession()
+        try store.admin.beginSession()
         let transport = SimTransport(world: world, device: index)
-        let engine = try SyncEngine(store: store, transport: transport, configuration: engineConfiguration)
+        let engine = try SyncEngine(replica: store.replica, transport: transport, configuration: engineConfiguration)
         let reader = try Connection(path: path, options: .init(mode: .readOnly, walJournal: false))
         return (store, engine, transport, reader)
     }
 
     func observe(_ world: SimWorld) {
-        observerID = store.addObserver { [unowned self, unowned world] commit in
+        observerID = store.tree.addObserver { [unowned self, unowned world] commit in
             guard commit.origin == .remote else { return }
             world.checkDirtyTextSurvives(self, after: "a remote commit")
             // Text the server confirmed is no longer this device's to keep:
@@ -117,7 +117,7 @@ final class SimDevice: @unchecked Sendable {
     /// A crash between two transactions: the engine and every handle go; the
     /// store is opened again from its file, as after `kill -9`.
     func crashAndReopen(engineConfiguration: SyncEngine.Configuration, world: SimWorld) throws {
-        store.removeObserver(observerID)
+        store.tree.removeObserver(observerID)
         world.retireScheduler(of: self)
         crashes += 1
         crashPending = false

@@ -107,15 +107,15 @@ final class SimKernel: @unchecked Sendable {
         deviceIndex = device.index
         store = device.store
         self.opensSkipped = opensSkipped
-        mount = UnmountedFileSystem(store: device.store, skipsOpens: opensSkipped)
-        observerID = store.addObserver { [unowned self] commit in
+        mount = UnmountedFileSystem(tree: device.store.tree, skipsOpens: opensSkipped)
+        observerID = store.tree.addObserver { [unowned self] commit in
             guard !self.inRequest else { return }
             self.changedBehindTheKernel(commit)
         }
     }
 
     func close() {
-        store.removeObserver(observerID)
+        store.tree.removeObserver(observerID)
         mount.close()
     }
 
@@ -160,7 +160,7 @@ final class SimKernel: @unchecked Sendable {
             // Most often where a program holds the file open (its shell, its editor).
             let held = descriptors.values.contains { $0.inode == number }
             guard world.random.chance(held ? 0.8 : 0.2) else { continue }
-            let generation = store.kernelViewGeneration
+            let generation = store.tree.kernelViewGeneration
             guard let attributes = try? request({ try $0.getAttributes(inode: number, handle: nil) }) else { continue }
             learn(attributes, generation: generation, validSeconds: Self.attributeSeconds, mayBeOvertaken: true)
         }
@@ -187,7 +187,7 @@ final class SimKernel: @unchecked Sendable {
     private func changedBehindTheKernel(_ commit: StoreCommit) {
         let changed = commit.changedEntries
         guard commit.origin == .local else {
-            let generation = store.kernelViewGeneration
+            let generation = store.tree.kernelViewGeneration
             // Sorted: a set's order differs between processes, and a replayed trace must not.
             let held = changed.filter { ref in descriptors.values.contains { $0.refs.contains(ref) } }
             for ref in held.sorted(by: { $0.description < $1.description }) {
@@ -251,14 +251,14 @@ final class SimKernel: @unchecked Sendable {
                 parent = cached.inode
                 continue
             }
-            let generation = store.kernelViewGeneration
+            let generation = store.tree.kernelViewGeneration
             let reply = try request { try $0.lookup(parent: parent, name: name) }
             let number = reply.attributes.inode
             guard number != 0 else { throw FileSystemError.notFound }
             entries[key] = (number, now + Int64(reply.entryTimeoutSeconds * 1e9))
             if inodes[number] == nil { inodes[number] = Inode() }
             inodes[number]?.lookups += 1
-            inodes[number]?.ref = try? store.entryRef(forInode: number)
+            inodes[number]?.ref = try? store.tree.entryRef(forInode: number)
             // Only lookups and background stats are modelled as overtaken: a
             // program's own fstat or read then finds the attributes invalid and
             // asks again, so only an append (which never asks) meets the stale size.
@@ -275,7 +275,7 @@ final class SimKernel: @unchecked Sendable {
     private func takeLocalSize(_ number: UInt64) throws {
         guard sizeChangedLocally.contains(number) else { return }
         sizeChangedLocally.remove(number)
-        if let ref = inodes[number]?.ref, let entry = try store.entry(for: ref) {
+        if let ref = inodes[number]?.ref, let entry = try store.tree.entry(for: ref) {
             inodes[number]?.size = entry.size
         }
     }
@@ -287,7 +287,7 @@ final class SimKernel: @unchecked Sendable {
         try takeLocalSize(number)
         guard let inode = inodes[number] else { throw FileSystemError.badHandle }
         guard inode.attributesValidUntil <= now else { return inode.knowledge }
-        let generation = store.kernelViewGeneration
+        let generation = store.tree.kernelViewGeneration
         let attributes = try request { try $0.getAttributes(inode: number, handle: handle == 0 ? nil : handle) }
         learn(attributes, generation: generation, validSeconds: Self.attributeSeconds)
         return generation
@@ -302,7 +302,7 @@ final class SimKernel: @unchecked Sendable {
         let number = try resolve(path)
         if case .note? = inodes[number]?.ref {} else { inodes[number]?.ref = intended }
         var handle: UInt64 = 0
-        let handleView = store.kernelViewGeneration
+        let handleView = store.tree.kernelViewGeneration
         if !opensSkipped {
             let reply = try request { try $0.open(inode: number, flags: flags) }
             handle = reply.handle
@@ -346,7 +346,7 @@ final class SimKernel: @unchecked Sendable {
             inodes[open.inode]?.mountReadView = min(inode.mountReadView ?? inode.mountView, inode.mountView)
             let read = try request { operations in
                 if world.breakage == .readsIgnoreKernelView, let ref = inode.ref {
-                    return try store.read(ref, offset: offset, count: missing)
+                    return try store.tree.read(ref, offset: offset, count: missing)
                 }
                 return try operations.read(inode: open.inode, handle: open.handle, offset: offset, count: missing)
             }
@@ -380,7 +380,9 @@ final class SimKernel: @unchecked Sendable {
             flags = OpenFlags(rawValue: flags.rawValue & ~O_APPEND)
         }
         if world.breakage == .ignoreKernelView, let ref = inode.ref {
-            _ = try request { _ in try store.write(ref, offset: offset, bytes: bytes, append: flags.append, view: nil) }
+            _ = try request { _ in
+                try store.tree.write(ref, offset: offset, bytes: bytes, append: flags.append, view: nil)
+            }
         } else {
             _ = try request { operations in
                 try bytes.withUnsafeBytes { buffer in
@@ -413,11 +415,11 @@ final class SimKernel: @unchecked Sendable {
             throw FileSystemError.badHandle
         }
         if world.breakage == .ignoreKernelView, let ref = inode.ref {
-            _ = try request { _ in try store.truncate(ref, to: size, view: nil) }
+            _ = try request { _ in try store.tree.truncate(ref, to: size, view: nil) }
             inodes[open.inode]?.size = size
             inodes[open.inode]?.attributesValidUntil = 0
         } else {
-            let generation = store.kernelViewGeneration
+            let generation = store.tree.kernelViewGeneration
             let attributes = try request {
                 try $0.setAttributes(
                     inode: open.inode, changes: AttributeChanges(size: UInt64(size)),

@@ -156,7 +156,7 @@ extension SimWorld {
     func checkInvariants() async throws {
         let server = try serverSnapshot()
         for device in devices {
-            let status = try device.store.status()
+            let status = try device.store.admin.status()
             if status.pendingCount != 0 {
                 violation("\(device.name): \(status.pendingCount) changes still in the outbox after quiet")
             }
@@ -169,7 +169,7 @@ extension SimWorld {
                         + "has extra \(extra.map { String($0.prefix(160)) })")
             }
             for problem in try device.nameProblems() { violation(problem) }
-            let integrity = try device.store.integrityCheck()
+            let integrity = try device.store.admin.integrityCheck()
             if integrity != ["ok"] { violation("\(device.name): integrity_check says \(integrity.prefix(3))") }
         }
         let serverDB = try openServerReader()
@@ -201,7 +201,7 @@ extension SimWorld {
     /// clash (and every machine) finds it by.
     func checkOneConflictCopyPerNoteAndDevice() throws {
         for device in devices {
-            let deviceID = try device.store.device().id
+            let deviceID = try device.store.admin.device().id
             let db = try Connection(path: device.path)
             let copies = try db.query(
                 "SELECT id, conflict_of FROM notes WHERE deleted = 0 AND conflict_of IS NOT NULL ORDER BY seq"

@@ -40,11 +40,11 @@ extension SimWorld {
         let before = try device.snapshot().filter { $0.hasPrefix("note ") }.count
         let count = min(80, before + random.int(6...12))
         let folderName = "Bulk\(step)"
-        let folder = try device.store.makeDirectory(in: .root, name: folderName)
+        let folder = try device.store.tree.makeDirectory(in: .root, name: folderName)
         guard let directory = folder.ref.directory else { return }
         for index in 0..<count {
             let body = SimText.body(newLines(random.int(1...2)))
-            try device.store.createNote(in: directory, title: "b\(index).md", body: body)
+            try device.store.admin.createNote(in: directory, title: "b\(index).md", body: body)
             wrote(body)
         }
         trace("\(device.name) fills \(folderName) with \(count) notes, then rm -rf's it in batches")
@@ -66,13 +66,13 @@ extension SimWorld {
             let batch = names.prefix(size)
             names.removeFirst(size)
             let current = devices[device.index]
-            guard let inner = try current.store.lookup(in: .root, name: folderName)?.ref.directory else { break }
+            guard let inner = try current.store.tree.lookup(in: .root, name: folderName)?.ref.directory else { break }
             for name in batch {
                 // rm removes what it finds (an edit made during a push may have changed it); the
                 // check below decides how much of it may really go.
-                guard let entry = try current.store.lookup(in: inner, name: name) else { continue }
-                removedOnPurpose(try current.store.contents(of: entry.ref))
-                try current.store.removeFile(in: inner, name: name)
+                guard let entry = try current.store.tree.lookup(in: inner, name: name) else { continue }
+                removedOnPurpose(try current.store.admin.contents(of: entry.ref))
+                try current.store.tree.removeFile(in: inner, name: name)
             }
             trace("\(current.name) rm \(batch.joined(separator: " "))")
             if random.chance(0.8) {
@@ -81,7 +81,7 @@ extension SimWorld {
                 try noteArrivals(record)
             }
         }
-        try? devices[device.index].store.removeDirectory(in: .root, name: folderName)
+        try? devices[device.index].store.tree.removeDirectory(in: .root, name: folderName)
         try await sync(devices[device.index])
         try noteArrivals(record)
     }
@@ -92,7 +92,7 @@ extension SimWorld {
     private func noteArrivals(_ record: Int) throws {
         let massDelete = massDeletes[record]
         let device = devices[massDelete.device]
-        guard try device.store.massDeleteHold().sinceNanoseconds == nil else { return }
+        guard try device.store.admin.massDeleteHold().sinceNanoseconds == nil else { return }
         let live = Set(try device.snapshot().filter { $0.hasPrefix("note ") }.map(Self.entityID))
         massDeletes[record].arrived.formUnion(live.subtracting(massDelete.knownAtStart))
         let counted = massDelete.knownAtStart.count + massDeletes[record].arrived.count
@@ -133,9 +133,9 @@ extension SimWorld {
         }
         if massDeletes.isEmpty {
             trace("\(device.name) confirms held deletions (--allow-mass-delete)")
-            try device.store.confirmMassDelete()
+            try device.store.admin.confirmMassDelete()
         } else {
-            let restore = try device.store.restoreHeldDeletions()
+            let restore = try device.store.admin.restoreHeldDeletions()
             trace("\(device.name) restores held deletions (--restore-held): \(restore.summary)")
         }
     }

@@ -23,7 +23,7 @@ extension SimWorld {
         var items: [SimItem] = []
         var queue: [DirectoryRef] = [.root]
         while let directory = queue.popLast(), items.count < 5_000 {
-            for entry in try store.list(directory: directory) {
+            for entry in try store.tree.list(directory: directory) {
                 items.append(SimItem(ref: entry.ref, name: entry.name, parent: directory, kind: entry.kind))
                 if entry.kind == .directory, let inner = entry.ref.directory { queue.append(inner) }
             }
@@ -91,15 +91,15 @@ extension SimWorld {
             case 2: if let note = random.pick(notes) { try renameNote(device, note, directories: directories) }
             case 3:
                 if let note = random.pick(notes) {
-                    let old = try store.contents(of: note.ref)
-                    try store.removeFile(in: note.parent, name: note.name)
+                    let old = try store.admin.contents(of: note.ref)
+                    try store.tree.removeFile(in: note.parent, name: note.name)
                     removedOnPurpose(old)
                     trace("\(device.name) rm \(note.name)")
                 }
             case 4:
                 let name = random.pick(Self.folderNames) ?? "x"
                 let parent = random.pick(directories) ?? .root
-                _ = try store.makeDirectory(in: parent, name: name)
+                _ = try store.tree.makeDirectory(in: parent, name: name)
                 trace("\(device.name) mkdir \(parent)/\(name)")
             case 5:
                 if let folder = random.pick(folders) {
@@ -110,7 +110,7 @@ extension SimWorld {
                 }
             case 6:
                 if let folder = random.pick(folders) {
-                    try store.removeDirectory(in: folder.parent, name: folder.name)
+                    try store.tree.removeDirectory(in: folder.parent, name: folder.name)
                     trace("\(device.name) rmdir \(folder.name)")
                 }
             case 7: if let note = random.pick(notes) { try moveToLocalOnly(device, note) }
@@ -120,8 +120,8 @@ extension SimWorld {
                 }
             case 9:
                 if let file = random.pick(localFiles) {
-                    let old = try store.contents(of: file.ref)
-                    try store.removeFile(in: file.parent, name: file.name)
+                    let old = try store.admin.contents(of: file.ref)
+                    try store.tree.removeFile(in: file.parent, name: file.name)
                     removedOnPurpose(old)
                     trace("\(device.name) rm local \(file.name)")
                 }
@@ -143,13 +143,13 @@ extension SimWorld {
         let title = random.pick(Self.titles) ?? "n"
         let body = SimText.body(newLines(random.int(1...4)))
         if random.chance(0.5) {
-            try device.store.createNote(in: directory, title: title, body: body)
+            try device.store.admin.createNote(in: directory, title: title, body: body)
             wrote(body)
         } else {
             // The mount's way: create the file, then write it.
-            let entry = try device.store.createFile(in: directory, name: title)
+            let entry = try device.store.tree.createFile(in: directory, name: title)
             try maybeCrashMidSave(device)
-            try device.store.write(entry.ref, offset: 0, bytes: body)
+            try device.store.tree.write(entry.ref, offset: 0, bytes: body)
             wrote(body)
         }
         trace("\(device.name) create \(directory)/\(title) {\(Self.tokenList(body))}")
@@ -158,7 +158,7 @@ extension SimWorld {
     /// Adds, changes, deletes or moves lines, saved the way some editor saves.
     func editNote(_ device: SimDevice, _ note: SimItem) throws {
         let store = device.store
-        let old = try store.contents(of: note.ref)
+        let old = try store.admin.contents(of: note.ref)
         var lines = SimText.lines(old)
         var appendOnly = true
         for _ in 0..<random.int(1...3) {
@@ -195,20 +195,20 @@ extension SimWorld {
         switch pattern {
         case 0:
             guard case .note(let id) = note.ref else { return }
-            try store.replaceBody(of: id, with: new)
+            try store.admin.replaceBody(of: id, with: new)
             trace("\(device.name) edit \(note.name) (replace)")
         case 1:
             // Truncate and rewrite (`>`, cp, nano).
-            try store.truncate(note.ref, to: 0)
+            try store.tree.truncate(note.ref, to: 0)
             try maybeCrashMidSave(device)
-            try store.write(note.ref, offset: 0, bytes: new)
+            try store.tree.write(note.ref, offset: 0, bytes: new)
             trace("\(device.name) edit \(note.name) (truncate and rewrite)")
         case 2:
             // Write a temp file, rename it over the note (Python's os.replace, rsync, sed -i).
             let temp = random.chance(0.5) ? ".\(note.name).tmp\(random.int(100...999))" : "\(note.name).part"
-            let file = try store.createFile(in: note.parent, name: temp)
+            let file = try store.tree.createFile(in: note.parent, name: temp)
             try maybeCrashMidSave(device)
-            try store.write(file.ref, offset: 0, bytes: new)
+            try store.tree.write(file.ref, offset: 0, bytes: new)
             wrote(new)
             try maybeCrashMidSave(device)
             try renameAccounted(device, from: note.parent, name: temp, to: note.parent, newName: note.name)
@@ -218,25 +218,26 @@ extension SimWorld {
             let backup = note.name + "~"
             try renameAccounted(device, from: note.parent, name: note.name, to: note.parent, newName: backup)
             try maybeCrashMidSave(device)
-            let entry = try store.createFile(in: note.parent, name: note.name, exclusive: false)
+            let entry = try store.tree.createFile(in: note.parent, name: note.name, exclusive: false)
             try maybeCrashMidSave(device)
-            try store.write(entry.ref, offset: 0, bytes: new)
+            try store.tree.write(entry.ref, offset: 0, bytes: new)
             wrote(new)
             try maybeCrashMidSave(device)
             removedOnPurpose(old, keeping: new)
-            try store.removeFile(in: note.parent, name: backup)
+            try store.tree.removeFile(in: note.parent, name: backup)
             trace("\(device.name) edit \(note.name) (vim: backup, new file, unlink backup)")
         case 4:
             // git checkout and friends: unlink, then create again.
-            try store.removeFile(in: note.parent, name: note.name)
+            try store.tree.removeFile(in: note.parent, name: note.name)
             removedOnPurpose(old)
             try maybeCrashMidSave(device)
-            let entry = try store.createFile(in: note.parent, name: note.name, exclusive: false)
+            let entry = try store.tree.createFile(in: note.parent, name: note.name, exclusive: false)
             try maybeCrashMidSave(device)
-            try store.write(entry.ref, offset: 0, bytes: new)
+            try store.tree.write(entry.ref, offset: 0, bytes: new)
             trace("\(device.name) edit \(note.name) (unlink and recreate)")
         default:
-            try store.write(note.ref, offset: Int64(old.count), bytes: new.suffix(from: new.startIndex + old.count))
+            try store.tree.write(
+                note.ref, offset: Int64(old.count), bytes: new.suffix(from: new.startIndex + old.count))
             trace("\(device.name) edit \(note.name) (append)")
         }
         wrote(new)
@@ -264,20 +265,20 @@ extension SimWorld {
         noReplace: Bool = false
     ) throws -> Bool {
         let store = device.store
-        guard let source = try store.lookup(in: from, name: name) else { throw StoreError.notFound(name) }
-        let target = try store.lookup(in: to, name: newName)
+        guard let source = try store.tree.lookup(in: from, name: name) else { throw StoreError.notFound(name) }
+        let target = try store.tree.lookup(in: to, name: newName)
         var replacedBody: Data?
         if let target, target.ref != source.ref, target.kind == .file {
-            replacedBody = try store.contents(of: target.ref)
+            replacedBody = try store.admin.contents(of: target.ref)
         }
-        let sourceBody = source.kind == .file ? try store.contents(of: source.ref) : Data()
-        _ = try store.rename(from: from, name: name, to: to, newName: newName, noReplace: noReplace)
+        let sourceBody = source.kind == .file ? try store.admin.contents(of: source.ref) : Data()
+        _ = try store.tree.rename(from: from, name: name, to: to, newName: newName, noReplace: noReplace)
         if let replacedBody { removedOnPurpose(replacedBody, keeping: sourceBody) }
         return replacedBody != nil
     }
 
     private func moveToLocalOnly(_ device: SimDevice, _ note: SimItem) throws {
-        let old = try device.store.contents(of: note.ref)
+        let old = try device.store.admin.contents(of: note.ref)
         let name = random.chance(0.5) ? note.name + "~" : "." + note.name
         try renameAccounted(device, from: note.parent, name: note.name, to: note.parent, newName: name)
         removedOnPurpose(old)
@@ -302,14 +303,14 @@ extension SimWorld {
             lines.append(line)
         }
         if let note = random.pick(notes), random.chance(0.5) {
-            let old = try device.store.contents(of: note.ref)
+            let old = try device.store.admin.contents(of: note.ref)
             let new = SimText.body(SimText.lines(old) + lines)
             try save(device, note, old: old, new: new, appendOnly: true)
             trace("\(device.name) grows \(note.name) past the server's limit (\(new.count) bytes)")
         } else {
             let body = SimText.body(lines)
             let title = "big \(random.int(1...9)).md"
-            try device.store.createNote(in: directory, title: title, body: body)
+            try device.store.admin.createNote(in: directory, title: title, body: body)
             wrote(body)
             trace("\(device.name) create oversized \(title) (\(body.count) bytes)")
         }
@@ -326,7 +327,7 @@ extension SimWorld {
         for index in [first, second] {
             let body = SimText.body(newLines(random.int(1...2)))
             do {
-                try devices[index].store.createNote(in: .root, title: title, body: body)
+                try devices[index].store.admin.createNote(in: .root, title: title, body: body)
                 wrote(body)
             } catch {
                 trace("\(devices[index].name) the store said no: \(error)")

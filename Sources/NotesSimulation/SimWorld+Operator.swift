@@ -96,7 +96,7 @@ extension SimWorld {
         count(.rebind)
         for device in devices {
             device.dirtyTokens = try device.tokensInDirtyNotes()
-            let report = try device.store.rebindServer(url: "sim://\(place)/\(step)", tokenID: nil)
+            let report = try device.store.admin.rebindServer(url: "sim://\(place)/\(step)", tokenID: nil)
             trace("\(device.name) rebinds to the \(place) server: \(report.notes) notes, \(report.folders) folders queued")
         }
     }

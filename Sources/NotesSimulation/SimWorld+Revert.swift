@@ -63,7 +63,7 @@ extension SimWorld {
         }
         var stream = SimRandom(seed: seed ^ 0x7265_7665_7274)
         guard let device = devices.isEmpty ? nil : devices[stream.int(0...(devices.count - 1))] else { return }
-        let steps = try device.store.revert(to: past, within: [])
+        let steps = try device.store.admin.revert(to: past, within: [])
         trace("\(device.name) reverts to the end of step \(moment.step): \(steps.map(\.description))")
         try await syncToQuietAllowingDeletions()
         let created = steps.contains { $0.action == .create }
@@ -112,9 +112,9 @@ extension SimWorld {
     private func syncToQuietAllowingDeletions() async throws {
         for _ in 0..<12 {
             for device in devices {
-                if try device.store.massDeleteHold().isHeld {
+                if try device.store.admin.massDeleteHold().isHeld {
                     trace("\(device.name) confirms the revert's held deletions")
-                    try device.store.confirmMassDelete()
+                    try device.store.admin.confirmMassDelete()
                 }
                 _ = try await sync(device)
             }

@@ -121,7 +121,7 @@ extension SimWorld {
         let jitter = SimUnitSource(seed: seed &* 0x9E37 &+ UInt64(device.index) &* 7_919 &+ UInt64(device.crashes))
         let name = device.name
         let scheduler = SyncScheduler(
-            engine: device.engine, store: device.store, transport: device.transport,
+            engine: device.engine, replica: device.store.replica, transport: device.transport,
             configuration: schedulers.configuration, clock: SimSchedulerClock(hub: schedulers.hub, owner: owner),
             random: { jitter.next() },
             log: { [weak self] line in self?.trace("\(name) scheduler at \(self?.simSeconds ?? ""): \(line)") })
@@ -246,7 +246,7 @@ extension SimWorld {
         while waited < limitSeconds && !quiet {
             try await passTime(seconds: 10)
             waited += 10
-            for device in devices where try device.store.massDeleteHold().isHeld {
+            for device in devices where try device.store.admin.massDeleteHold().isHeld {
                 try answerHeldDeletions(device)
             }
             quiet = try isQuiet()
@@ -260,7 +260,7 @@ extension SimWorld {
         }
         var states: [String] = []
         for device in devices {
-            let pending = try device.store.status().pendingCount
+            let pending = try device.store.admin.status().pendingCount
             let outcome = await device.scheduler?.lastRunOutcome
             states.append("\(device.name): \(pending) pending, last run \(outcome.map { "\($0)" } ?? "none")")
         }

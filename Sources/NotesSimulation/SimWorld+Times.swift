@@ -39,7 +39,7 @@ extension SimWorld {
         let store = device.store
         let outboxBefore = try outboxRows(device)
         for _ in 0..<2 {
-            guard let before = try store.entry(for: ref) else { return }
+            guard let before = try store.tree.entry(for: ref) else { return }
             checkChangedForward(
                 device, ref, shown: before.changedNanoseconds, after: "the changes since the last touch")
             // Decades back, or years ahead: either way the ctime is now.
@@ -47,7 +47,7 @@ extension SimWorld {
             let modified = random.chance(0.2) ? nil : before.modifiedNanoseconds + Int64(random.int(-900...200)) * day
             let accessed =
                 random.chance(0.5) ? nil : before.modifiedNanoseconds - Int64(random.int(0...900)) * 1_000_000_000
-            try store.setTimes(ref, accessed: accessed, modified: modified)
+            try store.tree.setTimes(ref, accessed: accessed, modified: modified)
             trace(
                 "\(device.name) touch \(ref) atime \(accessed.map(String.init) ?? "-") "
                     + "mtime \(modified.map(String.init) ?? "-")")
@@ -55,7 +55,7 @@ extension SimWorld {
                 // A store that keeps no ctime of its own shows the mtime.
                 try Connection(path: device.path).run("DELETE FROM entry_times WHERE entry_kind <> 'root'")
             }
-            guard let after = try store.entry(for: ref) else { return }
+            guard let after = try store.tree.entry(for: ref) else { return }
             if let modified, after.modifiedNanoseconds != modified {
                 violation(
                     "\(device.name): touch set \(ref)'s mtime to \(modified), it shows \(after.modifiedNanoseconds)")

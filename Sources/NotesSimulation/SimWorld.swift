@@ -307,12 +307,12 @@ public final class SimWorld: @unchecked Sendable {
     }
 
     private func partialPushThenCrash(_ device: SimDevice) async throws {
-        let batch = try device.store.freezeBatch(
+        let batch = try await device.store.replica.freezeBatch(
             maxCount: engineConfiguration.pushBatchChangesMax, maxBytes: engineConfiguration.pushBatchBytesMax)
         trace("\(device.name) froze \(batch.count) changes, then ...")
         guard !batch.isEmpty, random.chance(0.7) else { return }
-        let deviceID = try device.store.device().id
-        let cursor = try device.store.syncState().cursor
+        let deviceID = try device.store.admin.device().id
+        let cursor = try device.store.admin.syncState().cursor
         let request = WireMapping.pushRequest(batch, device: deviceID, cursor: cursor)
         let response: PushResponse
         do {
@@ -332,7 +332,7 @@ public final class SimWorld: @unchecked Sendable {
         // still safe, but a version settled without the cursor's epoch is a
         // state the engine cannot reach.
         let cursorToo = settled > 0 || random.chance(0.5)
-        try device.store.settle(
+        try await device.store.replica.settle(
             answers, cursor: cursorToo ? WireMapping.cursorAdvance(after: response, sentWith: cursor) : nil)
         trace("\(device.name) settled \(settled) of \(response.results.count) answers and crashes")
     }
@@ -372,7 +372,7 @@ public final class SimWorld: @unchecked Sendable {
         trace("faults stop; every device comes online and syncs to quiet")
         for device in devices {
             device.offlineUntilStep = -1
-            if try device.store.massDeleteHold().isHeld { try answerHeldDeletions(device) }
+            if try device.store.admin.massDeleteHold().isHeld { try answerHeldDeletions(device) }
         }
         if schedulers != nil { return try await quiesceWithSchedulers() }
         for round in 0..<12 {
@@ -398,7 +398,7 @@ public final class SimWorld: @unchecked Sendable {
     func isQuiet() throws -> Bool {
         let server = try serverSnapshot()
         for device in devices {
-            if try device.store.status().pendingCount != 0 { return false }
+            if try device.store.admin.status().pendingCount != 0 { return false }
             if try device.snapshot() != server { return false }
         }
         return true

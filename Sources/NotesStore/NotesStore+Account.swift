@@ -68,7 +68,7 @@ public struct AccountBinding: Sendable, Equatable {
 // Which account this store syncs as (docs/sync.md "One account per database").
 extension NotesStore {
     /// The account this store is bound to.
-    public func accountBinding() throws(StoreError) -> AccountBinding {
+    func accountBinding() throws(StoreError) -> AccountBinding {
         try read { db in
             try db.queryOne("SELECT account_id, account_token_id FROM sync_state WHERE id = 1") {
                 AccountBinding(account: $0.optionalString(0), tokenID: $0.optionalString(1))
@@ -82,7 +82,7 @@ extension NotesStore {
     /// key, a second token of the account becomes the confirming one.
     /// Throws `syncMismatch` with the reason and the way out, changing nothing.
     @discardableResult
-    public func confirmAccount(serverAccount: String?, tokenID: String?) throws(StoreError) -> AccountBinding {
+    func confirmAccount(serverAccount: String?, tokenID: String?) throws(StoreError) -> AccountBinding {
         try write(origin: .local, checkSpace: false) { db, _ in
             let (current, server) =
                 try db.queryOne("SELECT account_id, account_token_id, server_url FROM sync_state WHERE id = 1") {

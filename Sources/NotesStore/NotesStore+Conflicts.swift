@@ -7,7 +7,7 @@ import SQLiteKit
 // every machine like any other edit.
 extension NotesStore {
     /// Every live conflict copy with its note, in the order they were made.
-    public func conflictCopies() throws(StoreError) -> [ConflictCopyInfo] {
+    func conflictCopies() throws(StoreError) -> [ConflictCopyInfo] {
         try read { db in
             let rows = try db.query(
                 """
@@ -47,7 +47,7 @@ extension NotesStore {
     /// copy. Returns the note. Fails when `copy` is not a live conflict copy,
     /// or when its note is gone and `keep` is not `.note` (rename the copy to keep it).
     @discardableResult
-    public func resolveConflictCopy(_ copy: NoteID, keep: ConflictResolution) throws(StoreError) -> NoteID? {
+    func resolveConflictCopy(_ copy: NoteID, keep: ConflictResolution) throws(StoreError) -> NoteID? {
         try write(origin: .local) { db, commit in
             guard let copyRow = try NoteRow.load(db, id: copy), !copyRow.deleted, Self.isConflictCopy(copyRow) else {
                 throw StoreError.notFound("a conflict copy with id \(copy)")
@@ -74,7 +74,7 @@ extension NotesStore {
     }
 
     /// The note at `path` in the mount (`/a/b.md`, or `a/b.md`), or nil.
-    public func noteID(atPath path: String) throws(StoreError) -> NoteID? {
+    func noteID(atPath path: String) throws(StoreError) -> NoteID? {
         try read { db in
             var directory = DirectoryRef.root
             let names = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)

@@ -104,7 +104,7 @@ extension NotesStore {
     }
 
     /// The entry named `name` in `directory`, or nil.
-    public func lookup(in directory: DirectoryRef, name: String) throws(StoreError) -> Entry? {
+    func lookup(in directory: DirectoryRef, name: String) throws(StoreError) -> Entry? {
         try readOneStatement { db in try self.lookup(db, in: directory, name: name) }
     }
 
@@ -113,7 +113,7 @@ extension NotesStore {
     }
 
     /// The live entry for `ref`, or nil when it no longer exists.
-    public func entry(for ref: EntryRef) throws(StoreError) -> Entry? {
+    func entry(for ref: EntryRef) throws(StoreError) -> Entry? {
         try readOneStatement { db in try self.entry(db, for: ref) }
     }
 
@@ -123,7 +123,7 @@ extension NotesStore {
     }
 
     /// Entries of `directory` with cookies greater than `afterCookie`, in cookie order.
-    public func list(
+    func list(
         directory: DirectoryRef, afterCookie: Int64 = 0, limit: Int = 1_000
     ) throws(StoreError) -> [Entry] {
         try StoreError.wrap {
@@ -187,7 +187,7 @@ extension NotesStore {
     /// file's size (nil when the reader is not the kernel): a read through a
     /// view that a pull has since made stale is served from the text that view
     /// saw, the text whose size the kernel still holds (see `KernelViewLedger`).
-    public func read(_ ref: EntryRef, offset: Int64, count: Int, view: UInt64? = nil) throws(StoreError) -> Data {
+    func read(_ ref: EntryRef, offset: Int64, count: Int, view: UInt64? = nil) throws(StoreError) -> Data {
         guard offset >= 0, count >= 0 else { throw .invalidName("negative offset or count") }
         if case .note(let id) = ref, let seen = textSeen(byKernelView: view, of: id) {
             guard offset < Int64(seen.count) else { return Data() }
@@ -233,12 +233,12 @@ extension NotesStore {
     }
 
     /// A note's or local file's whole content.
-    public func contents(of ref: EntryRef) throws(StoreError) -> Data {
+    func contents(of ref: EntryRef) throws(StoreError) -> Data {
         try read(ref, offset: 0, count: Int(Int32.max))
     }
 
     /// The target of a local-only symbolic link.
-    public func readLink(_ ref: EntryRef) throws(StoreError) -> String {
+    func readLink(_ ref: EntryRef) throws(StoreError) -> String {
         guard case .local(let seq) = ref else { throw .notPermitted("only local-only entries can be links") }
         return try read { db in
             guard let row = try LocalRow.load(db, seq: seq), row.kind == .symlink else {
@@ -249,7 +249,7 @@ extension NotesStore {
     }
 
     /// The note's id, state and server version for `user.notesfs.*` attributes.
-    public func syncInfo(for ref: EntryRef) throws(StoreError) -> (id: String, state: SyncState, version: Int64?) {
+    func syncInfo(for ref: EntryRef) throws(StoreError) -> (id: String, state: SyncState, version: Int64?) {
         try read { db in
             switch ref {
             case .note(let id):

@@ -23,7 +23,7 @@ extension NotesStore {
 
     /// Creates an empty file. Local-only names become local entries; a path
     /// whose note was deleted during this session revives that note.
-    public func createFile(
+    func createFile(
         in directory: DirectoryRef, name: String, mode: UInt32 = 0o644, exclusive: Bool = true
     ) throws(StoreError) -> Entry {
         try write(origin: .local) { db, commit in
@@ -117,7 +117,7 @@ extension NotesStore {
 
     /// Creates a note with content in one step (import, tests, the simulation).
     @discardableResult
-    public func createNote(
+    func createNote(
         in directory: DirectoryRef, title: String, body: Data, modifiedNanoseconds: Int64? = nil
     ) throws(StoreError) -> NoteID {
         try write(origin: .local) { db, commit in
@@ -135,7 +135,7 @@ extension NotesStore {
     }
 
     /// Replaces a note's whole body as one edit (import, restore, the simulation).
-    public func replaceBody(of id: NoteID, with body: Data) throws(StoreError) {
+    func replaceBody(of id: NoteID, with body: Data) throws(StoreError) {
         try write(origin: .local) { db, commit in
             guard let row = try NoteRow.load(db, id: id), !row.deleted else { throw StoreError.notFound("note \(id)") }
             var content = row.content
@@ -145,7 +145,7 @@ extension NotesStore {
     }
 
     /// Sets permission bits (kept locally; never synced).
-    public func setMode(_ ref: EntryRef, mode: UInt32) throws(StoreError) {
+    func setMode(_ ref: EntryRef, mode: UInt32) throws(StoreError) {
         let bits = Int64(mode & 0o7777)
         try write(origin: .local, checkSpace: false) { db, commit in
             try recordStatusChange(db, ref, at: now)
@@ -160,7 +160,7 @@ extension NotesStore {
     }
 
     /// Creates a directory: a synced folder, or a local-only one for local-only names.
-    public func makeDirectory(in directory: DirectoryRef, name: String, mode: UInt32 = 0o755) throws(StoreError) -> Entry {
+    func makeDirectory(in directory: DirectoryRef, name: String, mode: UInt32 = 0o755) throws(StoreError) -> Entry {
         try write(origin: .local) { db, commit in
             try requireDirectory(db, directory)
             try validateNewName(directory, name)
@@ -209,7 +209,7 @@ extension NotesStore {
     }
 
     /// Creates a folder path like `a/b/c` under the root, reusing existing folders (import).
-    public func makeFolders(path components: [String]) throws(StoreError) -> DirectoryRef {
+    func makeFolders(path components: [String]) throws(StoreError) -> DirectoryRef {
         var directory = DirectoryRef.root
         for component in components {
             if let existing = try lookup(in: directory, name: component) {
@@ -228,7 +228,7 @@ extension NotesStore {
     }
 
     /// Creates a symbolic link; allowed only for local-only names (emacs lock files).
-    public func makeSymlink(in directory: DirectoryRef, name: String, target: String) throws(StoreError) -> Entry {
+    func makeSymlink(in directory: DirectoryRef, name: String, target: String) throws(StoreError) -> Entry {
         try write(origin: .local) { db, commit in
             try requireDirectory(db, directory)
             try validateNewName(directory, name)
@@ -244,7 +244,7 @@ extension NotesStore {
     }
 
     /// Removes a file: a note becomes a tombstone (or vanishes if never sent).
-    public func removeFile(in directory: DirectoryRef, name: String) throws(StoreError) {
+    func removeFile(in directory: DirectoryRef, name: String) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, commit in
             guard let found = try NameRow.find(db, in: directory, name: name) else { throw StoreError.notFound(name) }
             switch found.entry {
@@ -263,7 +263,7 @@ extension NotesStore {
     }
 
     /// Removes an empty directory; a folder becomes a tombstone.
-    public func removeDirectory(in directory: DirectoryRef, name: String) throws(StoreError) {
+    func removeDirectory(in directory: DirectoryRef, name: String) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, commit in
             guard let found = try NameRow.find(db, in: directory, name: name) else { throw StoreError.notFound(name) }
             guard let inner = found.entry.directory, found.entry != .root else { throw StoreError.notADirectory(name) }

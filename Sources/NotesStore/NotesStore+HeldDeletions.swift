@@ -6,7 +6,7 @@ import SQLiteKit
 // the deletions) or restore (bring the notes back).
 extension NotesStore {
     /// What the guard holds now, in each direction.
-    public func massDeleteHold() throws(StoreError) -> MassDeleteHold {
+    func massDeleteHold() throws(StoreError) -> MassDeleteHold {
         try read { db in try massDeleteHold(db) }
     }
 
@@ -44,7 +44,7 @@ extension NotesStore {
     /// applied now, the held local ones may be sent, and the window starts
     /// again (what was confirmed never counts again).
     @discardableResult
-    public func confirmMassDelete() throws(StoreError) -> MassDeleteRelease {
+    func confirmMassDelete() throws(StoreError) -> MassDeleteRelease {
         try write(origin: .remote, checkSpace: false) { db, commit in
             var release = MassDeleteRelease()
             let state = try deleteGuardState(db)
@@ -69,7 +69,7 @@ extension NotesStore {
     /// as edits on the server's tombstone, so every machine gets them again.
     /// The window starts again.
     @discardableResult
-    public func restoreHeldDeletions() throws(StoreError) -> MassDeleteRestore {
+    func restoreHeldDeletions() throws(StoreError) -> MassDeleteRestore {
         try write(origin: .local, checkSpace: false) { db, commit in
             var restore = MassDeleteRestore()
             let state = try deleteGuardState(db)

@@ -37,7 +37,7 @@ extension NotesStore {
     }
 
     /// The bytes and entries the history holds now (its running total).
-    public func historyTotal() throws(StoreError) -> HistoryTotal {
+    func historyTotal() throws(StoreError) -> HistoryTotal {
         try readOneStatement { db in
             try db.queryOne("SELECT bytes, entries FROM history_total WHERE id = 1") {
                 HistoryTotal(bytes: $0.int64(0), entries: $0.int64(1))
@@ -60,7 +60,7 @@ extension NotesStore {
     }
 
     /// History entries, newest first; for one note when `noteID` is given.
-    public func history(for noteID: NoteID? = nil) throws(StoreError) -> [HistoryEntry] {
+    func history(for noteID: NoteID? = nil) throws(StoreError) -> [HistoryEntry] {
         try readOneStatement { db in
             if let noteID {
                 return try db.query(
@@ -75,7 +75,7 @@ extension NotesStore {
 
     /// Up to `limit` history entries with a seq above `afterSeq`, oldest
     /// first: one page of a listing, read from the listing index alone.
-    public func historyPage(afterSeq: Int64, limit: Int) throws(StoreError) -> [HistoryEntry] {
+    func historyPage(afterSeq: Int64, limit: Int) throws(StoreError) -> [HistoryEntry] {
         try readOneStatement { db in
             try db.query(
                 Self.historyListingSelect + " WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, max(0, limit),
@@ -85,7 +85,7 @@ extension NotesStore {
     }
 
     /// The history entry `seq`, or nil when it is gone (restored entries stay; pruned ones go).
-    public func historyEntry(_ seq: Int64) throws(StoreError) -> HistoryEntry? {
+    func historyEntry(_ seq: Int64) throws(StoreError) -> HistoryEntry? {
         try readOneStatement { db in
             try db.queryOne(Self.historyListingSelect + " WHERE seq = ?", seq, map: Self.historyEntry) ?? nil
         }
@@ -93,14 +93,14 @@ extension NotesStore {
 
     /// The history entry shown under `name` (in `.notesfs/history` and by
     /// `notesfs restore`), or nil when no entry has that name now.
-    public func historyEntry(named name: String) throws(StoreError) -> HistoryEntry? {
+    func historyEntry(named name: String) throws(StoreError) -> HistoryEntry? {
         guard let seq = HistoryEntry.seq(fromName: name), let entry = try historyEntry(seq), entry.name == name
         else { return nil }
         return entry
     }
 
     /// The bytes a history entry kept.
-    public func historyBody(_ seq: Int64) throws(StoreError) -> Data {
+    func historyBody(_ seq: Int64) throws(StoreError) -> Data {
         try readOneStatement { db in
             guard let body = try db.queryOne("SELECT body FROM history WHERE seq = ?", seq, map: { $0.data(0) }) else {
                 throw StoreError.notFound("history entry \(seq)")
@@ -115,7 +115,7 @@ extension NotesStore {
     /// was deleted from, or else the folders of the path it had when the copy
     /// was kept, made again where they are gone.
     @discardableResult
-    public func restore(historyEntry seq: Int64) throws(StoreError) -> NoteID {
+    func restore(historyEntry seq: Int64) throws(StoreError) -> NoteID {
         try write(origin: .local) { db, commit in
             guard
                 let (noteText, title, body, path) = try db.queryOne(

@@ -11,7 +11,7 @@ extension NotesStore {
     }
 
     /// The inode number of `ref`, made from the counter the first time it is asked for.
-    public func inode(for ref: EntryRef) throws(StoreError) -> UInt64 {
+    func inode(for ref: EntryRef) throws(StoreError) -> UInt64 {
         if ref == .root { return 1 }
         if let existing = try readOneStatement({ db in try inodeNumber(db, for: ref) }) { return existing }
         return try write(origin: .local, checkSpace: false) { db, _ in
@@ -22,7 +22,7 @@ extension NotesStore {
     }
 
     /// The entry an inode number stands for, or nil when it was replaced or deleted.
-    public func entryRef(forInode inode: UInt64) throws(StoreError) -> EntryRef? {
+    func entryRef(forInode inode: UInt64) throws(StoreError) -> EntryRef? {
         if inode == 1 { return .root }
         return try readOneStatement { db in
             try db.queryOne("SELECT entry_kind, entry_id FROM inodes WHERE ino = ?", Int64(bitPattern: inode)) {

@@ -26,7 +26,7 @@ public struct KernelWriteResult: Sendable, Equatable {
 extension NotesStore {
     /// The view generation to hand back with writes, read before the kernel is
     /// told a note's size.
-    public var kernelViewGeneration: UInt64 { kernelViews.generation }
+    var kernelViewGeneration: UInt64 { kernelViews.generation }
 
     /// True when a kernel write to note `id` through `view` applies as it is,
     /// with the same bookkeeping as `writeThroughStaleView`; false when it must

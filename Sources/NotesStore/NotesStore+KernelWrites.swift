@@ -8,7 +8,7 @@ import SQLiteKit
 extension NotesStore {
     /// Writes `bytes` at `offset` (past the end zero-fills the gap). Returns the new size.
     @discardableResult
-    public func write(_ ref: EntryRef, offset: Int64, bytes: Data) throws(StoreError) -> Int64 {
+    func write(_ ref: EntryRef, offset: Int64, bytes: Data) throws(StoreError) -> Int64 {
         try write(ref, offset: offset, bytes: bytes, append: false, view: nil).size
     }
 
@@ -18,7 +18,7 @@ extension NotesStore {
     /// `kernelViewGeneration` read before the kernel last learned the note's
     /// size: a write through an older view is merged with the text it did not
     /// see (see `KernelViewLedger`), never written over it.
-    public func write(_ ref: EntryRef, offset: Int64, bytes: Data, append: Bool, view: UInt64?)
+    func write(_ ref: EntryRef, offset: Int64, bytes: Data, append: Bool, view: UInt64?)
         throws(StoreError) -> KernelWriteResult
     {
         do {
@@ -187,13 +187,13 @@ extension NotesStore {
     }
 
     /// Sets a file's size, cutting or zero-extending. Cut text goes to the history.
-    public func truncate(_ ref: EntryRef, to size: Int64) throws(StoreError) {
+    func truncate(_ ref: EntryRef, to size: Int64) throws(StoreError) {
         _ = try truncate(ref, to: size, view: nil)
     }
 
     /// A truncation as the kernel sends it; `view` as for `write(_:offset:bytes:append:view:)`.
     /// Returns true when the stored text differs from what the kernel believes.
-    public func truncate(_ ref: EntryRef, to size: Int64, view: UInt64?) throws(StoreError) -> Bool {
+    func truncate(_ ref: EntryRef, to size: Int64, view: UInt64?) throws(StoreError) -> Bool {
         do {
             return try storeKernelTruncation(ref, to: size, view: view)
         } catch {

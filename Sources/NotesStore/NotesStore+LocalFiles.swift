@@ -154,7 +154,7 @@ extension NotesStore {
 
     /// `durableSync()` for one file: a local file's backing file (and its
     /// directory entry) first, then the log holding its row.
-    public func durableSync(of ref: EntryRef, dataOnly: Bool) throws(StoreError) {
+    func durableSync(of ref: EntryRef, dataOnly: Bool) throws(StoreError) {
         try StoreError.wrap {
             try queue.sync { db in
                 if case .local(let seq) = ref {
@@ -172,5 +172,5 @@ extension NotesStore {
     var localFileBytesWritten: Int64 { localFiles.bytesWritten }
 
     /// Where local-only files' bytes are kept (`<database>-local`).
-    public var localFilesPath: String { localFiles.path }
+    var localFilesPath: String { localFiles.path }
 }

@@ -126,7 +126,7 @@ public enum OfflineMoment {
 extension NotesStore {
     /// Every synced note and folder this machine has, deleted ones too, and
     /// the local history's entries, without any text (one read transaction).
-    public func momentRecords() throws(StoreError) -> MomentRecords {
+    func momentRecords() throws(StoreError) -> MomentRecords {
         try read { db in
             let notes = try db.query(
                 """
@@ -160,7 +160,7 @@ extension NotesStore {
 
     /// The text `body` stands for; a note this machine no longer has reads as
     /// `StoreError.notFound`.
-    public func momentText(_ body: MomentBody) throws(StoreError) -> Data {
+    func momentText(_ body: MomentBody) throws(StoreError) -> Data {
         switch body {
         case .text(let data):
             return data

@@ -8,7 +8,7 @@ extension NotesStore {
     /// everything (a backup that copies only that file misses nothing).
     /// Returns false when another process was reading and part of the log
     /// stays (still safe: SQLite replays it at the next open).
-    public func checkpointForShutdown() throws(StoreError) -> Bool {
+    func checkpointForShutdown() throws(StoreError) -> Bool {
         try StoreError.wrap { try queue.sync { db in try db.checkpointAndTruncateLog() } }
     }
 
@@ -18,7 +18,7 @@ extension NotesStore {
     /// also writes the file's size: ~240 against ~135 µs per sync, measured
     /// here. Skipped (returning 0) when the disk has little room to spare.
     /// Returns the bytes added.
-    public func prepareWriteAheadLog() throws(StoreError) -> Int64 {
+    func prepareWriteAheadLog() throws(StoreError) -> Int64 {
         try StoreError.wrap {
             try queue.write { db in
                 let pageSize = try db.queryOne("PRAGMA page_size") { $0.int64(0) } ?? 4_096
@@ -35,7 +35,7 @@ extension NotesStore {
     /// `createFile` and the new entry's inode number in one transaction (the
     /// mount's `create`: one commit per created file, not one for the file and
     /// another for its number).
-    public func createFileNumbered(
+    func createFileNumbered(
         in directory: DirectoryRef, name: String, mode: UInt32 = 0o644, exclusive: Bool = true
     ) throws(StoreError) -> (entry: Entry, inode: UInt64) {
         try write(origin: .local) { db, commit in
@@ -64,7 +64,7 @@ extension NotesStore {
     /// The inode numbers of many entries at once (a directory listing), made
     /// from the counter where missing, in at most one read and one write
     /// transaction.
-    public func inodes(for refs: [EntryRef]) throws(StoreError) -> [EntryRef: UInt64] {
+    func inodes(for refs: [EntryRef]) throws(StoreError) -> [EntryRef: UInt64] {
         var result: [EntryRef: UInt64] = [:]
         var missing: [EntryRef] = []
         for ref in refs {
@@ -105,7 +105,7 @@ extension NotesStore {
 extension NotesStore {
     /// A number that changes whenever another connection (another process,
     /// such as `notesfs restore`) committed to the database.
-    public func externalChangeCounter() throws(StoreError) -> Int64 {
+    func externalChangeCounter() throws(StoreError) -> Int64 {
         try StoreError.wrap {
             try queue.sync { db in try db.queryOne("PRAGMA data_version") { $0.int64(0) } ?? 0 }
         }

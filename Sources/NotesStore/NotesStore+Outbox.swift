@@ -11,7 +11,7 @@ extension NotesStore {
     /// of payload (a single larger change travels alone). Tombstones of notes
     /// and folders held by the mass-delete guard, and notes held back for
     /// size (NotesStore+SizeCap.swift), are left pending.
-    public func freezeBatch(maxCount: Int = 100, maxBytes: Int = 4 << 20) throws(StoreError) -> [OutgoingChange] {
+    func freezeBatch(maxCount: Int = 100, maxBytes: Int = 4 << 20) throws(StoreError) -> [OutgoingChange] {
         try write(origin: .local, checkSpace: false) { db, _ in
             var batch = try inFlight(db)
             var bytes = batch.reduce(0) { $0 + $1.payloadBytes }
@@ -143,14 +143,14 @@ extension NotesStore {
     }
 
     /// Whether a sent change still waits for its answer (a frozen row).
-    public func hasChangesInFlight() throws(StoreError) -> Bool {
+    func hasChangesInFlight() throws(StoreError) -> Bool {
         try read { db in
             try db.queryOne("SELECT 1 FROM outbox WHERE state = 'in_flight' LIMIT 1") { _ in true } ?? false
         }
     }
 
     /// Records a failed send of an in-flight change (it stays frozen).
-    public func recordSendFailure(_ changeIDs: [ChangeID], error: String) throws(StoreError) {
+    func recordSendFailure(_ changeIDs: [ChangeID], error: String) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
             for id in changeIDs {
                 try db.run(
@@ -162,7 +162,7 @@ extension NotesStore {
 
     /// Gives an in-flight change a new change id (after the server said the id
     /// was reused with another payload). The payload stays frozen.
-    public func renewChangeID(_ changeID: ChangeID) throws(StoreError) -> ChangeID {
+    func renewChangeID(_ changeID: ChangeID) throws(StoreError) -> ChangeID {
         try write(origin: .local, checkSpace: false) { db, _ in
             let fresh = ChangeID(newUUID())
             try db.run(
@@ -175,7 +175,7 @@ extension NotesStore {
     /// Settles the server's answer for one frozen change, in one transaction.
     /// An answer for a change that is no longer in flight (a duplicate reply) changes nothing.
     @discardableResult
-    public func settle(_ changeID: ChangeID, outcome: ChangeOutcome) throws(StoreError) -> SettleReport {
+    func settle(_ changeID: ChangeID, outcome: ChangeOutcome) throws(StoreError) -> SettleReport {
         try write(origin: .remote, checkSpace: false) { db, commit in
             try settleOne(db, changeID, outcome: outcome, commit: &commit)
         }
@@ -186,7 +186,7 @@ extension NotesStore {
     /// change (an initial upload settles thousands). With `cursor`, the sync
     /// cursor moves in the same transaction.
     @discardableResult
-    public func settle(
+    func settle(
         _ answers: [(ChangeID, ChangeOutcome)], cursor: CursorAdvance? = nil
     ) throws(StoreError) -> [SettleReport] {
         try write(origin: .remote, checkSpace: false) { db, commit in

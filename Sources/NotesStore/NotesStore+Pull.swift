@@ -24,7 +24,7 @@ extension NotesStore {
     /// holds are kept aside (not applied) and the rest of the page applies,
     /// so the cursor moves on without losing them.
     @discardableResult
-    public func applyPulled(_ entities: [RemoteEntity], cursor: String?) throws(StoreError) -> PullReport {
+    func applyPulled(_ entities: [RemoteEntity], cursor: String?) throws(StoreError) -> PullReport {
         try ensureFreeSpaceForSync()
         return try write(origin: .remote, checkSpace: false) { db, commit in
             var report = PullReport()
@@ -123,7 +123,7 @@ extension NotesStore {
     }
 
     /// The sync bookkeeping row.
-    public func syncState() throws(StoreError) -> SyncStateSnapshot {
+    func syncState() throws(StoreError) -> SyncStateSnapshot {
         try read { db in
             guard
                 let state = try db.queryOne(
@@ -147,14 +147,14 @@ extension NotesStore {
     /// Records the server this store syncs with (a new URL of the same
     /// server keeps everything). Which account it syncs as is settled at the
     /// first contact (`confirmAccount`), so a mount never needs the network.
-    public func bindServer(url: String) throws(StoreError) {
+    func bindServer(url: String) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
             try db.run("UPDATE sync_state SET server_url = ? WHERE id = 1", url)
         }
     }
 
     /// Records the end of a sync run.
-    public func recordSyncRun(succeeded: Bool, error: String?) throws(StoreError) {
+    func recordSyncRun(succeeded: Bool, error: String?) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
             let time = now
             if succeeded {

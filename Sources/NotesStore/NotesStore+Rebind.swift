@@ -22,7 +22,7 @@ extension NotesStore {
     /// The store is bound to the token `tokenID` with no account yet: the
     /// first answer to that token names the account (`confirmAccount`).
     @discardableResult
-    public func rebindServer(url: String, tokenID: String?) throws(StoreError) -> RebindReport {
+    func rebindServer(url: String, tokenID: String?) throws(StoreError) -> RebindReport {
         try write(origin: .local, checkSpace: false) { db, commit in
             try db.run(
                 """

@@ -17,7 +17,7 @@ public struct RenameOutcome: Sendable, Equatable {
 extension NotesStore {
     /// Renames or moves `name` in `from` to `newName` in `to`.
     /// With `noReplace`, an existing target is an error (`RENAME_NOREPLACE`).
-    public func rename(
+    func rename(
         from: DirectoryRef, name: String, to: DirectoryRef, newName: String, noReplace: Bool = false
     ) throws(StoreError) -> RenameOutcome {
         try write(origin: .local) { db, commit in

@@ -30,7 +30,7 @@ public struct ResyncReport: Sendable, Equatable {
 extension NotesStore {
     /// Server versions this store knows, by entity, for working out which
     /// index entries differ.
-    public func knownServerVersions() throws(StoreError) -> [IndexedVersion] {
+    func knownServerVersions() throws(StoreError) -> [IndexedVersion] {
         try read { db in
             let notes = try db.query("SELECT id, server_version FROM notes WHERE server_version IS NOT NULL") {
                 IndexedVersion(kind: .note, entityID: $0.string(0), version: $0.int64(1))
@@ -53,7 +53,7 @@ extension NotesStore {
     /// in time): local rows are rebased instead of overwritten. No pending
     /// change is lost.
     @discardableResult
-    public func applyResync(
+    func applyResync(
         index: [IndexedVersion], fetched: [RemoteEntity], epochChanged: Bool, cursor: String
     ) throws(StoreError) -> ResyncReport {
         try ensureFreeSpaceForSync()

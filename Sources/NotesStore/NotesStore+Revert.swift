@@ -76,7 +76,7 @@ extension NotesStore {
     }
 
     /// What `revert(to:within:)` would do, without doing it.
-    public func revertPlan(to past: [PastEntity], within paths: [String]) throws(StoreError) -> [RevertStep] {
+    func revertPlan(to past: [PastEntity], within paths: [String]) throws(StoreError) -> [RevertStep] {
         try read { db in try self.plannedRevert(db, past: past, within: paths).map(\.step) }
     }
 
@@ -84,7 +84,7 @@ extension NotesStore {
     /// none: everything) as `past` says they were, in one transaction, and
     /// returns what changed.
     @discardableResult
-    public func revert(to past: [PastEntity], within paths: [String]) throws(StoreError) -> [RevertStep] {
+    func revert(to past: [PastEntity], within paths: [String]) throws(StoreError) -> [RevertStep] {
         try write(origin: .local) { db, commit in
             let planned = try self.plannedRevert(db, past: past, within: paths)
             // A folder made again gets the id its parent and name give it.

@@ -19,7 +19,7 @@ public struct SearchHit: Sendable, Equatable {
 // Full-text search over titles and bodies (SearchIndex), and paths of entries.
 extension NotesStore {
     /// Brings the search index up to date with every committed note.
-    public func flushSearchIndex() throws(StoreError) {
+    func flushSearchIndex() throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
             try SearchIndex.flush(db)
         }
@@ -31,21 +31,21 @@ extension NotesStore {
     public static func noteBodySQL(of alias: String) -> String { NoteChunks.textSQL(of: alias) }
 
     /// True when some notes changed since the index was last brought up to date.
-    public func searchIndexIsStale() throws(StoreError) -> Bool {
+    func searchIndexIsStale() throws(StoreError) -> Bool {
         try read { db in try db.queryOne("SELECT 1 FROM fts_pending LIMIT 1") { _ in true } ?? false }
     }
 
     /// Notes matching `query` as typed (words, `word*` prefixes, `"quoted
     /// phrases"`; see `SearchQuery`), in `directory` and the folders inside it
     /// when given: notes whose title matches first, then the rest, best first.
-    public func search(_ query: String, in directory: DirectoryRef? = nil, limit: Int = 50) throws(StoreError)
+    func search(_ query: String, in directory: DirectoryRef? = nil, limit: Int = 50) throws(StoreError)
         -> [SearchHit]
     {
         try search(SearchQuery(query), in: directory, limit: limit)
     }
 
     /// Notes matching a parsed query (see `search(_:in:limit:)`).
-    public func search(_ query: SearchQuery, in directory: DirectoryRef? = nil, limit: Int = 50) throws(StoreError)
+    func search(_ query: SearchQuery, in directory: DirectoryRef? = nil, limit: Int = 50) throws(StoreError)
         -> [SearchHit]
     {
         let expression = SearchIndex.expression(for: query)

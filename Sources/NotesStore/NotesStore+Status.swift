@@ -85,7 +85,7 @@ extension NotesStore {
     static let localOnlyPathsMax = 5
 
     /// A snapshot of counts, pending work and the last sync outcome.
-    public func status() throws(StoreError) -> StoreStatus {
+    func status() throws(StoreError) -> StoreStatus {
         let sync = try syncState()
         return try read { db in
             let notes = try db.queryOne("SELECT count(*) FROM notes WHERE deleted = 0") { $0.int(0) } ?? 0

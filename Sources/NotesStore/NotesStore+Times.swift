@@ -8,13 +8,13 @@ import SQLiteKit
 // queues an outbox change. The ctime never goes back.
 extension NotesStore {
     /// Sets the modification time (kept as the note's local `updated_at`, never synced).
-    public func setModified(_ ref: EntryRef, nanoseconds: Int64) throws(StoreError) {
+    func setModified(_ ref: EntryRef, nanoseconds: Int64) throws(StoreError) {
         try setTimes(ref, accessed: nil, modified: nanoseconds)
     }
 
     /// `utimensat`: sets the atime, the mtime or both (nil leaves one alone);
     /// the ctime moves to now either way.
-    public func setTimes(_ ref: EntryRef, accessed: Int64?, modified: Int64?) throws(StoreError) {
+    func setTimes(_ ref: EntryRef, accessed: Int64?, modified: Int64?) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, commit in
             guard try recordStatusChange(db, ref, at: now, modified: modified, accessed: accessed) else {
                 throw StoreError.notFound(ref.description)
@@ -37,7 +37,7 @@ extension NotesStore {
 
     /// A change of status that alters no stored attribute (a `chown` to the
     /// owner it already has): only the ctime moves.
-    public func touchStatus(_ ref: EntryRef) throws(StoreError) {
+    func touchStatus(_ ref: EntryRef) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, commit in
             guard try recordStatusChange(db, ref, at: now) else { throw StoreError.notFound(ref.description) }
             commit.changedEntries.insert(ref)

@@ -25,7 +25,7 @@ extension NotesStore {
     /// False when the note is known here by now, or its deletion is older
     /// than the trash keeps.
     @discardableResult
-    public func trashFromServerHistory(
+    func trashFromServerHistory(
         _ id: NoteID, lastContent content: NoteContent, deletionVersion: Int64, deletedAtNanoseconds: Int64
     ) throws(StoreError) -> Bool {
         guard deletedAtNanoseconds >= now - configuration.trashRetentionNanoseconds else { return false }
@@ -143,12 +143,12 @@ extension NotesStore {
     }
 
     /// Every note in the trash, most recently deleted first.
-    public func trashEntries() throws(StoreError) -> [TrashEntry] {
+    func trashEntries() throws(StoreError) -> [TrashEntry] {
         try read { db in try trashEntries(db) }
     }
 
     /// The notes in the trash under the folder path `directory` ("" for all).
-    public func trashEntries(under directory: String) throws(StoreError) -> [TrashEntry] {
+    func trashEntries(under directory: String) throws(StoreError) -> [TrashEntry] {
         try read { db in try trashEntries(db, under: directory) }
     }
 
@@ -159,14 +159,14 @@ extension NotesStore {
     }
 
     /// The trash entry `seq`, if the trash still shows it.
-    public func trashEntry(_ seq: Int64) throws(StoreError) -> TrashEntry? {
+    func trashEntry(_ seq: Int64) throws(StoreError) -> TrashEntry? {
         try read { db in try trashEntries(db, where: " AND t.seq = ?", [seq]).first }
     }
 
     /// What `name` stands for in the trash folder `directory` ("" is the
     /// trash itself), as `TrashTree` shows it; reads only the entries at
     /// that path and whether a folder of that name exists.
-    public func trashNode(named name: String, in directory: String) throws(StoreError) -> TrashNode? {
+    func trashNode(named name: String, in directory: String) throws(StoreError) -> TrashNode? {
         guard !name.isEmpty, !name.contains("/") else { return nil }
         return try read { db in
             if let seq = HistoryEntry.seq(fromName: name),
@@ -184,7 +184,7 @@ extension NotesStore {
     }
 
     /// The last text of a note in the trash.
-    public func trashBody(_ seq: Int64) throws(StoreError) -> Data {
+    func trashBody(_ seq: Int64) throws(StoreError) -> Data {
         try read { db in
             guard let id = try trashEntries(db, where: " AND t.seq = ?", [seq]).first?.noteID,
                 let row = try NoteRow.load(db, id: id)
@@ -198,7 +198,7 @@ extension NotesStore {
     /// tombstone's version, which revives it on every machine; one it never
     /// knew is sent as new. Returns the note's id.
     @discardableResult
-    public func restoreFromTrash(_ seq: Int64, to destination: TrashDestination = .original) throws(StoreError)
+    func restoreFromTrash(_ seq: Int64, to destination: TrashDestination = .original) throws(StoreError)
         -> NoteID
     {
         try write(origin: .local) { db, commit in
@@ -214,7 +214,7 @@ extension NotesStore {
     /// folder (`.original`), or into the folder `destination` names (made
     /// there, or an empty one there), along their paths below `path`.
     @discardableResult
-    public func restoreTrashDirectory(_ path: String, to destination: TrashDestination = .original)
+    func restoreTrashDirectory(_ path: String, to destination: TrashDestination = .original)
         throws(StoreError) -> [NoteID]
     {
         try write(origin: .local) { db, commit in
@@ -240,7 +240,7 @@ extension NotesStore {
     /// Forgets every note the trash shows: nothing changes on the server or
     /// on other machines. Returns how many went.
     @discardableResult
-    public func emptyTrash() throws(StoreError) -> Int {
+    func emptyTrash() throws(StoreError) -> Int {
         try write(origin: .local, checkSpace: false) { db, _ in
             let entries = try trashEntries(db)
             for entry in entries { try forgetTrashEntry(db, noteID: entry.noteID.description) }

@@ -3,9 +3,11 @@ import NotesModel
 import SQLiteKit
 import Synchronization
 
-/// The client database: the source of truth for one mount profile. Every
-/// public operation is one SQLite transaction that writes the visible rows and
-/// their outbox row together, or nothing.
+/// The client database: the source of truth for one mount profile. This is
+/// the shared core; its operations are internal, and the mount, the engine
+/// and the command reach them through their own faces (`tree`, `replica`,
+/// `admin`). Every operation is one SQLite transaction that writes the
+/// visible rows and their outbox row together, or nothing.
 ///
 /// `@unchecked Sendable`: the connection is only used through `DatabaseQueue`
 /// (one serial queue), and the observer list is behind a `Mutex`.
@@ -135,13 +137,13 @@ public final class NotesStore: @unchecked Sendable {
     /// Calls `observer` after every commit that changed something, on the
     /// committing thread, outside the database lock. Keep it short: queue work.
     @discardableResult
-    public func addObserver(_ observer: @escaping @Sendable (StoreCommit) -> Void) -> Int {
+    func addObserver(_ observer: @escaping @Sendable (StoreCommit) -> Void) -> Int {
         let id = nextObserverID.add(1, ordering: .relaxed).newValue
         observers.withLock { $0[id] = observer }
         return id
     }
 
-    public func removeObserver(_ id: Int) {
+    func removeObserver(_ id: Int) {
         _ = observers.withLock { $0.removeValue(forKey: id) }
     }
 
@@ -251,7 +253,7 @@ public final class NotesStore: @unchecked Sendable {
 
     /// Makes everything committed so far survive power loss: one commit with
     /// `synchronous=FULL`, which syncs the WAL (used by `fsync()`).
-    public func durableSync() throws(StoreError) {
+    func durableSync() throws(StoreError) {
         try StoreError.wrap {
             try queue.sync { db in try db.syncWriteAheadLog() }
         }
@@ -261,7 +263,7 @@ public final class NotesStore: @unchecked Sendable {
     /// longer be revived, and local tombstones (notes deleted before any
     /// change of them was sent) go, unless they are in the trash.
     @discardableResult
-    public func beginSession() throws(StoreError) -> Int64 {
+    func beginSession() throws(StoreError) -> Int64 {
         try write(origin: .local, checkSpace: false) { db, _ in
             try db.run("UPDATE sync_state SET session = session + 1 WHERE id = 1")
             try db.run("DELETE FROM revivable")
@@ -281,12 +283,12 @@ public final class NotesStore: @unchecked Sendable {
     }
 
     /// Runs SQLite's integrity check; `["ok"]` means healthy.
-    public func integrityCheck() throws(StoreError) -> [String] {
+    func integrityCheck() throws(StoreError) -> [String] {
         try StoreError.wrap { try queue.sync { db in try db.integrityCheck() } }
     }
 
     /// This machine's device id and name.
-    public func device() throws(StoreError) -> (id: DeviceID, name: String) {
+    func device() throws(StoreError) -> (id: DeviceID, name: String) {
         try read { db in
             try db.queryOne("SELECT device_id, device_name FROM sync_state WHERE id = 1") { row in
                 (DeviceID(row.string(0)) ?? DeviceID(), row.string(1))
@@ -295,7 +297,7 @@ public final class NotesStore: @unchecked Sendable {
     }
 
     /// Sets the name this machine shows in conflict copies.
-    public func setDeviceName(_ name: String) throws(StoreError) {
+    func setDeviceName(_ name: String) throws(StoreError) {
         try write(origin: .local, checkSpace: false) { db, _ in
             try db.run("UPDATE sync_state SET device_name = ? WHERE id = 1", name)
         }

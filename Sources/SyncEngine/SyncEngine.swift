@@ -37,7 +37,7 @@ public actor SyncEngine {
         public init() {}
     }
 
-    let store: NotesStore
+    let replica: SyncReplica
     let transport: any SyncTransport
     let configuration: Configuration
     let device: DeviceID
@@ -72,14 +72,14 @@ public actor SyncEngine {
     /// `tokenID` is the id of the token the transport sends (nil: one token
     /// per store, as in tests and the simulation).
     public init(
-        store: NotesStore, transport: any SyncTransport, configuration: Configuration = Configuration(),
+        replica: SyncReplica, transport: any SyncTransport, configuration: Configuration = Configuration(),
         tokenID: String? = nil
     ) throws(StoreError) {
-        self.store = store
+        self.replica = replica
         self.transport = transport
         self.configuration = configuration
         self.tokenID = tokenID
-        self.device = try store.device().id
+        self.device = try replica.device().id
     }
 
     /// Runs a sync (or joins the one running and then runs once more) and
@@ -132,7 +132,7 @@ public actor SyncEngine {
                 try await pullAll()
             }
             await fillTrashFromHistory()
-            let hold = try store.massDeleteHold()
+            let hold = try await replica.massDeleteHold()
             outcome = hold.isHeld ? .held(hold.description) : .succeeded
         } catch let error as TransportError {
             outcome = .failed(error)
@@ -145,10 +145,10 @@ public actor SyncEngine {
         }
         switch outcome {
         // A held run synced everything else; status shows the hold from the store.
-        case .succeeded, .held: try? store.recordSyncRun(succeeded: true, error: nil)
-        case .failed(let error): try? store.recordSyncRun(succeeded: false, error: error.description)
-        case .storeFailed(let reason): try? store.recordSyncRun(succeeded: false, error: reason)
-        case .blocked(let reason): try? store.recordSyncRun(succeeded: false, error: "sync is off: " + reason)
+        case .succeeded, .held: try? await replica.recordSyncRun(succeeded: true, error: nil)
+        case .failed(let error): try? await replica.recordSyncRun(succeeded: false, error: error.description)
+        case .storeFailed(let reason): try? await replica.recordSyncRun(succeeded: false, error: reason)
+        case .blocked(let reason): try? await replica.recordSyncRun(succeeded: false, error: "sync is off: " + reason)
         }
         return outcome
     }
@@ -163,27 +163,29 @@ public actor SyncEngine {
     /// name the account and fill in the binding. Any other token costs one
     /// small index request first, whose answer names its account.
     private func checkAccount() async throws {
-        let binding = try store.accountBinding()
+        let binding = try await replica.accountBinding()
         let confirmedByThisToken =
             binding.tokenID == tokenID && (binding.account != nil || tokenID != nil)
         if confirmedByThisToken || binding.isEmpty {
-            if binding.isEmpty, tokenID != nil { try store.confirmAccount(serverAccount: nil, tokenID: tokenID) }
+            if binding.isEmpty, tokenID != nil {
+                try await replica.confirmAccount(serverAccount: nil, tokenID: tokenID)
+            }
             checkedAccount = binding.account
             accountChecked = true
             return
         }
         let page = try await transport.index(after: nil, limit: 1)
-        try noteAccount(page.account)
+        try await noteAccount(page.account)
     }
 
     /// Checks the account a page names against the one checked (again
     /// through the store when it differs); throws `syncMismatch` to stop
     /// before the page is applied.
-    private func noteAccount(_ key: String?) throws {
+    private func noteAccount(_ key: String?) async throws {
         let named = key.map { "account:" + $0 }
         if accountChecked, named == nil || named == checkedAccount { return }
         accountChecked = false
-        let binding = try store.confirmAccount(serverAccount: named, tokenID: tokenID)
+        let binding = try await replica.confirmAccount(serverAccount: named, tokenID: tokenID)
         checkedAccount = binding.account
         accountChecked = true
     }
@@ -192,7 +194,7 @@ public actor SyncEngine {
 
     private func pushAll() async throws {
         for _ in 0..<configuration.roundsPerRunMax {
-            let batch = try store.freezeBatch(
+            let batch = try await replica.freezeBatch(
                 maxCount: configuration.pushBatchChangesMax, maxBytes: configuration.pushBatchBytesMax)
             if batch.isEmpty { return }
             try await push(batch)
@@ -207,7 +209,7 @@ public actor SyncEngine {
     /// what one change may hold (400, 413, a reused id) is sent again change
     /// by change, so the others still go out and only that one waits.
     private func push(_ batch: [OutgoingChange]) async throws {
-        let cursor = try store.syncState().cursor
+        let cursor = try await replica.syncState().cursor
         let request = WireMapping.pushRequest(batch, device: device, cursor: cursor)
         let changes = request.changes
         do {
@@ -225,23 +227,23 @@ public actor SyncEngine {
             }
             // Only a token already allowed to push gets here, so this fills
             // in the key of a binding that had none (or of a restored server).
-            try noteAccount(response.account)
-            try store.settle(answers, cursor: WireMapping.cursorAdvance(after: response, sentWith: cursor))
+            try await noteAccount(response.account)
+            try await replica.settle(answers, cursor: WireMapping.cursorAdvance(after: response, sentWith: cursor))
             lastPushReachedHead = response.nextCursor != nil
         } catch let error as TransportError {
-            try? store.recordSendFailure(batch.map(\.changeID), error: error.description)
+            try? await replica.recordSendFailure(batch.map(\.changeID), error: error.description)
             if batch.count > 1 && error.splitsPush {
                 try await pushOneByOne(batch)
                 return
             }
             guard let only = batch.first, batch.count == 1 else { throw error }
             if case .changeIDReused = error {
-                _ = try store.renewChangeID(only.changeID)
+                _ = try await replica.renewChangeID(only.changeID)
             } else if error.refusesLoneChange {
                 // This server's own 413 for this change alone: no request
                 // can carry it, ever. Keep the text locally, converge.
                 if case .rejected(_, let code, let message) = error {
-                    try store.settle(only.changeID, outcome: .refused(reason: "\(code): \(message)"))
+                    try await replica.settle(only.changeID, outcome: .refused(reason: "\(code): \(message)"))
                 }
             } else {
                 throw error
@@ -268,13 +270,13 @@ public actor SyncEngine {
     // MARK: Pull
 
     private func pullAll() async throws {
-        var cursor = try store.syncState().cursor.map(SyncCursor.init(rawValue:))
+        var cursor = try await replica.syncState().cursor.map(SyncCursor.init(rawValue:))
         for _ in 0..<configuration.roundsPerRunMax {
             let page = try await transport.changes(
                 since: cursor, limit: configuration.pullPageRowsMax, waitSeconds: 0)
             if let known = cursor?.epoch, known != page.epoch { throw TransportError.cursorGone }
-            try noteAccount(page.account)
-            try apply(page)
+            try await noteAccount(page.account)
+            try await apply(page)
             cursor = page.nextCursor
             if !page.hasMore { return }
         }
@@ -282,7 +284,7 @@ public actor SyncEngine {
 
     /// Applies one page and its cursor; the store's mass-delete guard keeps
     /// aside the deletions it holds.
-    private func apply(_ page: ChangesPage) throws {
+    private func apply(_ page: ChangesPage) async throws {
         var entities: [RemoteEntity] = []
         for version in page.changes {
             guard let entity = WireMapping.remote(version) else {
@@ -290,7 +292,7 @@ public actor SyncEngine {
             }
             entities.append(entity)
         }
-        let report = try store.applyPulled(entities, cursor: page.nextCursor.rawValue)
+        let report = try await replica.applyPulled(entities, cursor: page.nextCursor.rawValue)
         progressValue.withLock { $0.pulled += entities.count }
         if !report.unseenDeletedNotes.isEmpty, transport is any HistoryTransport {
             unseenDeletions.append(contentsOf: report.unseenDeletedNotes.prefix(Self.unseenDeletionsMax - unseenDeletions.count))
@@ -315,7 +317,7 @@ public actor SyncEngine {
                     let entity = try await history.version(of: .note(deletion.id), version: last.version),
                     let note = entity.note, let body = note.bodyBytes()
                 {
-                    try store.trashFromServerHistory(
+                    try await replica.trashFromServerHistory(
                         deletion.id, lastContent: NoteContent(title: note.title, body: body, folderID: note.folderId),
                         deletionVersion: deletion.version,
                         deletedAtNanoseconds: Int64(tombstone.time.timeIntervalSince1970 * 1e9))
@@ -335,15 +337,16 @@ public actor SyncEngine {
     /// cursor past versions skipped for that dirty row, and the retry's answer
     /// (the server's replay of an older version) would leave the row on that
     /// older version for good. A run pushes first, then pulls.
-    public func applyPolled(_ page: ChangesPage, since cursor: SyncCursor) -> Bool {
+    public func applyPolled(_ page: ChangesPage, since cursor: SyncCursor) async -> Bool {
         guard currentRun == nil, !page.hasMore, !page.changes.isEmpty, page.epoch == cursor.epoch,
             accountChecked, page.account == nil || page.account.map({ "account:" + $0 }) == checkedAccount
         else {
             return false
         }
         do {
-            guard try store.syncState().cursor == cursor.rawValue, try !store.hasChangesInFlight() else { return false }
-            try apply(page)
+            let stillAtCursor = try await replica.syncState().cursor == cursor.rawValue
+            guard stillAtCursor, try await !replica.hasChangesInFlight() else { return false }
+            try await apply(page)
             return true
         } catch {
             return false
@@ -366,7 +369,7 @@ public actor SyncEngine {
         var epoch: String?
         for _ in 0..<configuration.roundsPerRunMax {
             let page = try await transport.index(after: after, limit: configuration.indexPageRowsMax)
-            try noteAccount(page.account)
+            try await noteAccount(page.account)
             if snapshotCursor == nil {
                 snapshotCursor = page.cursor
                 epoch = page.epoch
@@ -378,9 +381,9 @@ public actor SyncEngine {
             if !page.hasMore || after == nil { break }
         }
         guard let snapshotCursor else { throw TransportError.serverBroke("empty index answer") }
-        let storedCursor = try store.syncState().cursor.map(SyncCursor.init(rawValue:))
+        let storedCursor = try await replica.syncState().cursor.map(SyncCursor.init(rawValue:))
         let storedEpoch = storedCursor?.epoch
-        let held = try store.knownServerVersions()
+        let held = try await replica.knownServerVersions()
         let known = Dictionary(
             held.map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) }, uniquingKeysWith: { first, _ in first })
         let listed = Set(index.map { "\($0.kind.rawValue):\($0.entityID)" })
@@ -397,7 +400,7 @@ public actor SyncEngine {
         let rebase = epochChanged || wentBack
         let wanted = index.filter { rebase || known["\($0.kind.rawValue):\($0.entityID)"] != $0.version }
         let fetched = try await fetchAll(wanted) + missingRows
-        try store.applyResync(
+        try await replica.applyResync(
             index: index, fetched: fetched, epochChanged: rebase, cursor: snapshotCursor.rawValue)
     }
 

@@ -13,14 +13,14 @@ extension SyncScheduler {
     /// counts as a local change (it wakes the push after the debounce).
     /// A store that cannot be read is asked again at the next tick.
     nonisolated func watchExternalCommits(everySeconds interval: Double) async {
-        var last = try? store.externalChangeCounter()
+        var last = try? await replica.externalChangeCounter()
         while !Task.isCancelled {
             do {
                 try await clock.sleep(seconds: interval)
             } catch {
                 return
             }
-            guard let counter = try? store.externalChangeCounter() else { continue }
+            guard let counter = try? await replica.externalChangeCounter() else { continue }
             defer { last = counter }
             guard let previous = last, previous != counter else { continue }
             log("sync: another process changed the notes database; syncing")

@@ -18,7 +18,7 @@ extension SyncScheduler {
                     until: clock.now() + Double(configuration.longPollWaitSeconds), orUntil: runEnded)
                 continue
             }
-            guard let cursorText = (try? store.syncState().cursor) ?? nil else {
+            guard let cursorText = (try? await replica.syncState().cursor) ?? nil else {
                 // No cursor until the first run has pulled. While that run
                 // fails, probe the server, so its return is noticed long
                 // before the run's backoff (up to minutes) ends.
@@ -55,7 +55,7 @@ extension SyncScheduler {
                 // The page starts where we polled, or past our own pushes.
                 let polled = SyncCursor(rawValue: cursorText)
                 let start = page.from ?? polled
-                let current = ((try? store.syncState().cursor) ?? nil).map(SyncCursor.init(rawValue:))
+                let current = ((try? await replica.syncState().cursor) ?? nil).map(SyncCursor.init(rawValue:))
                 if current != start {
                     // Our cursor moved meanwhile (our own run pulled it, or a
                     // push settled): poll again from there. Unmoved while the

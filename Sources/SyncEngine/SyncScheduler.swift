@@ -93,7 +93,7 @@ public actor SyncScheduler {
     }
 
     let engine: SyncEngine
-    let store: NotesStore
+    let replica: SyncReplica
     let transport: any SyncTransport
     let configuration: Configuration
     let clock: any SchedulerClock
@@ -136,13 +136,13 @@ public actor SyncScheduler {
     /// `random` returns numbers in `0..<1` (jitter); `log` gets one line per
     /// notable event and never note text or the token.
     public init(
-        engine: SyncEngine, store: NotesStore, transport: any SyncTransport,
+        engine: SyncEngine, replica: SyncReplica, transport: any SyncTransport,
         configuration: Configuration = Configuration(), clock: any SchedulerClock = SystemSchedulerClock(),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.engine = engine
-        self.store = store
+        self.replica = replica
         self.transport = transport
         self.configuration = configuration
         self.clock = clock
@@ -156,7 +156,7 @@ public actor SyncScheduler {
     /// Starts the loop (with a first run at once), the store observer and the long poll.
     public func start() {
         guard loopTask == nil, !stopped else { return }
-        observerID = store.addObserver { [weak self] commit in
+        observerID = replica.addObserver { [weak self] commit in
             self?.noticed(commit)
         }
         signals.withLock { $0.runNow = true }
@@ -170,7 +170,7 @@ public actor SyncScheduler {
     /// Stops every task; a run in progress finishes its current request first.
     public func stop() async {
         stopped = true
-        if let observerID { store.removeObserver(observerID) }
+        if let observerID { replica.removeObserver(observerID) }
         observerID = nil
         pollTask?.cancel()
         externalCommitTask?.cancel()
@@ -235,8 +235,8 @@ public actor SyncScheduler {
     public nonisolated func settleHeldDeletions(_ action: HeldDeletionsAction) throws(StoreError) -> String {
         let summary: String
         switch action {
-        case .allow: summary = try store.confirmMassDelete().summary
-        case .restore: summary = try store.restoreHeldDeletions().summary
+        case .allow: summary = try replica.confirmMassDelete().summary
+        case .restore: summary = try replica.restoreHeldDeletions().summary
         }
         log("sync: \(summary)")
         requestRun()
@@ -259,7 +259,7 @@ public actor SyncScheduler {
 
     private nonisolated func progress(of run: RunInfo) -> Progress {
         let engineProgress = engine.progress
-        let counter = (try? store.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
+        let counter = (try? replica.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
         var progress = Progress(running: true)
         progress.pulled = engineProgress.pulled
         progress.pushed = engineProgress.pushed
@@ -321,7 +321,7 @@ public actor SyncScheduler {
     /// One engine run with bookkeeping: backoff, progress, status line.
     private func run(estimateTotal: Bool) async -> SyncRunOutcome {
         let started = clock.now()
-        let startCounter = (try? store.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
+        let startCounter = (try? await replica.syncState().cursor).flatMap { SyncCursor(rawValue: $0).counter }
         var head: Int64?
         if estimateTotal || startCounter == nil {
             // A first sync (or a user watching): one small request for the server's head.

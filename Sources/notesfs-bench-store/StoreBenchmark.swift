@@ -47,7 +47,7 @@ enum StoreBenchmark {
         var notes: [NoteID] = []
         for index in 0..<saveNotesCount {
             let body = Data(String(repeating: "bench line \(index) café 日本 🙂\n", count: 48).utf8.prefix(1_536))
-            notes.append(try store.createNote(in: .root, title: "bench save \(index).md", body: body))
+            notes.append(try store.admin.createNote(in: .root, title: "bench save \(index).md", body: body))
         }
         // Small writes at varying offsets in the first kilobyte (sizes stay put).
         var chunk = Data(repeating: UInt8(ascii: "a"), count: smallWriteBytes)
@@ -55,7 +55,8 @@ enum StoreBenchmark {
             for index in 0..<count {
                 chunk[0] = UInt8(truncatingIfNeeded: index)
                 chunk[1] = UInt8(truncatingIfNeeded: index >> 8)
-                try store.write(.note(notes[index % notes.count]), offset: Int64((index * 37) % 1_024), bytes: chunk)
+                try store.tree.write(
+                    .note(notes[index % notes.count]), offset: Int64((index * 37) % 1_024), bytes: chunk)
             }
         }
         print(String(format: "result save_write_per_s %.0f", Double(count) / writeSeconds))
@@ -65,11 +66,11 @@ enum StoreBenchmark {
             for index in 0..<count {
                 body[0] = UInt8(ascii: "a") + UInt8(index % 26)
                 body[1] = UInt8(ascii: "a") + UInt8((index / 26) % 26)
-                try store.replaceBody(of: notes[index % notes.count], with: body)
+                try store.admin.replaceBody(of: notes[index % notes.count], with: body)
             }
         }
         print(String(format: "result save_replace_per_s %.0f", Double(count) / replaceSeconds))
-        let flushSeconds = try measure { try store.flushSearchIndex() }
+        let flushSeconds = try measure { try store.admin.flushSearchIndex() }
         print(String(format: "result save_index_flush_ms %.2f", flushSeconds * 1_000))
         try largeNote(store)
         largeMerge()
@@ -79,18 +80,20 @@ enum StoreBenchmark {
     static func largeNote(_ store: NotesStore) throws {
         let pieceBytes = 128 << 10
         let pieces = (16 << 20) / pieceBytes
-        let entry = try store.createFile(in: .root, name: "bench large.txt")
+        let entry = try store.tree.createFile(in: .root, name: "bench large.txt")
         let piece = Data(String(repeating: "large note line ✅ 日本\n", count: pieceBytes / 8).utf8.prefix(pieceBytes))
         var slowest = 0.0
         let seconds = try measure {
             for index in 0..<pieces {
-                let one = try measure { try store.write(entry.ref, offset: Int64(index * pieceBytes), bytes: piece) }
+                let one = try measure {
+                    try store.tree.write(entry.ref, offset: Int64(index * pieceBytes), bytes: piece)
+                }
                 slowest = max(slowest, one)
             }
         }
         print(String(format: "result large_write_mb_per_s %.1f", Double(pieces * pieceBytes) / 1e6 / seconds))
         print(String(format: "result large_write_slowest_ms %.1f", slowest * 1_000))
-        let flushSeconds = try measure { try store.flushSearchIndex() }
+        let flushSeconds = try measure { try store.admin.flushSearchIndex() }
         print(String(format: "result large_index_flush_ms %.1f", flushSeconds * 1_000))
     }
 
@@ -134,7 +137,7 @@ enum StoreBenchmark {
         let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         var exitCode: Int32 = 0
         for (token, expected) in manifest.rareTokens.sorted(by: { $0.key < $1.key }) {
-            let found = try store.search(token, limit: 1_000).count
+            let found = try store.admin.search(token, limit: 1_000).count
             if found != expected {
                 FileHandle.standardError.write(Data("search '\(token)': \(found) notes, expected \(expected)\n".utf8))
                 exitCode = 1
@@ -150,24 +153,24 @@ enum StoreBenchmark {
         for (first, second) in zip(words, words.dropFirst()).prefix(3) { queries.append("\"\(first) \(second)\"") }
 
         // Warm up (and bring the index up to date).
-        for query in queries { _ = try store.search(query) }
+        for query in queries { _ = try store.admin.search(query) }
         var all: [Double] = []
         var perQuery: [String: [Double]] = [:]
         for _ in 0..<rounds {
             for query in queries {
-                let seconds = try measure { _ = try store.search(query) }
+                let seconds = try measure { _ = try store.admin.search(query) }
                 all.append(seconds * 1_000)
                 perQuery[query, default: []].append(seconds * 1_000)
             }
         }
         // The same words within the first folder (and the folders inside it).
-        let folder = try store.list(directory: .root).first { $0.kind == .directory }?.ref.directory
+        let folder = try store.tree.list(directory: .root).first { $0.kind == .directory }?.ref.directory
         var inFolder: [String] = []
         if let folder {
             inFolder = Array(words.prefix(4))
             for _ in 0..<rounds {
                 for query in inFolder {
-                    let seconds = try measure { _ = try store.search(query, in: folder) }
+                    let seconds = try measure { _ = try store.admin.search(query, in: folder) }
                     all.append(seconds * 1_000)
                     perQuery["--in " + query, default: []].append(seconds * 1_000)
                 }
@@ -179,7 +182,7 @@ enum StoreBenchmark {
             print("query '\(query)' --in first folder \(timing)")
         }
         for query in queries {
-            let hits = try store.search(query, limit: 100_000).count
+            let hits = try store.admin.search(query, limit: 100_000).count
             let times = perQuery[query] ?? []
             let timing = String(format: "p50=%.3fms max=%.3fms", percentile(times, 0.5), times.max() ?? 0)
             print("query '\(query)' hits=\(hits) \(timing)")

@@ -52,13 +52,13 @@ final class CrashChild {
         configuration.insideWriteTransaction = { stop.reachedInsideTransaction() }
         store = try NotesStore(path: options.databasePath, configuration: configuration)
         // As the mount does: kills then land in a log whose tail is zeros.
-        _ = try store.prepareWriteAheadLog()
+        _ = try store.admin.prepareWriteAheadLog()
         reader = try Connection(path: options.databasePath, options: Connection.Options(mode: .readOnly))
     }
 
-    func run() throws {
-        directories.append(try store.makeFolders(path: ["crash"]))
-        directories.append(try store.makeFolders(path: ["crash", "nested ü"]))
+    func run() async throws {
+        directories.append(try store.admin.makeFolders(path: ["crash"]))
+        directories.append(try store.admin.makeFolders(path: ["crash", "nested ü"]))
         try reader.forEachRow("SELECT id, body FROM notes WHERE deleted = 0 ORDER BY seq", arguments: []) { row in
             if let id = NoteID(row.string(0)) {
                 ids.append(id)
@@ -77,12 +77,12 @@ final class CrashChild {
         var counter = 0
         while Date() < deadline {
             counter += 1
-            try step(token: "zqk\(options.run)n\(counter)")
+            try await step(token: "zqk\(options.run)n\(counter)")
         }
         report("done \(counter)")
     }
 
-    private func step(token: String) throws {
+    private func step(token: String) async throws {
         let roll = Int.random(in: 0..<100, using: &rng)
         if ids.count < Self.notesMin || (roll < 15 && ids.count < Self.notesMax) {
             try createNote(token: token)
@@ -99,9 +99,9 @@ final class CrashChild {
         } else if roll < 86 {
             try delete()
         } else if roll < 97 {
-            try sync()
+            try await sync()
         } else {
-            try store.durableSync()
+            try store.tree.durableSync()
         }
     }
 
@@ -112,7 +112,7 @@ final class CrashChild {
         let body = text(token: token, bytes: Int.random(in: 20...3_000, using: &rng))
         let directory = directories[Int.random(in: 0..<directories.count, using: &rng)]
         report("intent create \(Self.hash(body)) \(title)")
-        let id = try store.createNote(in: directory, title: title, body: body)
+        let id = try store.admin.createNote(in: directory, title: title, body: body)
         try saved(id, body)
     }
 
@@ -121,12 +121,12 @@ final class CrashChild {
         let title = "file \(token).txt"
         let directory = directories[Int.random(in: 0..<directories.count, using: &rng)]
         report("intent create \(Self.hash(Data())) \(title)")
-        let entry = try store.createFile(in: directory, name: title)
+        let entry = try store.tree.createFile(in: directory, name: title)
         guard case .note(let id) = entry.ref else { throw ChildError("\(title) did not become a note") }
         try saved(id, Data())
         let body = text(token: token, bytes: Int.random(in: 20...2_000, using: &rng))
         report("intent edit \(id) \(Self.hash(body))")
-        try store.write(.note(id), offset: 0, bytes: body)
+        try store.tree.write(.note(id), offset: 0, bytes: body)
         try saved(id, body)
     }
 
@@ -134,7 +134,7 @@ final class CrashChild {
         let id = pick()
         let body = text(token: token, bytes: Int.random(in: 20...3_000, using: &rng))
         report("intent edit \(id) \(Self.hash(body))")
-        try store.replaceBody(of: id, with: body)
+        try store.admin.replaceBody(of: id, with: body)
         try saved(id, body)
     }
 
@@ -145,7 +145,7 @@ final class CrashChild {
         let bytes = text(token: token, bytes: Int.random(in: 10...300, using: &rng))
         let body = old + bytes
         report("intent edit \(id) \(Self.hash(body))")
-        try store.write(.note(id), offset: Int64(old.count), bytes: bytes)
+        try store.tree.write(.note(id), offset: Int64(old.count), bytes: bytes)
         try saved(id, body)
     }
 
@@ -159,7 +159,7 @@ final class CrashChild {
         if end > body.count { body.append(Data(count: end - body.count)) }
         body.replaceSubrange(body.startIndex + offset..<body.startIndex + end, with: bytes)
         report("intent edit \(id) \(Self.hash(body))")
-        try store.write(.note(id), offset: Int64(offset), bytes: bytes)
+        try store.tree.write(.note(id), offset: Int64(offset), bytes: bytes)
         try saved(id, body)
     }
 
@@ -170,18 +170,18 @@ final class CrashChild {
         guard old.count >= 3 else { return try append(token: token) }
         let body = Data(old.prefix(old.count / 3))
         report("intent edit \(id) \(Self.hash(body))")
-        try store.truncate(.note(id), to: Int64(body.count))
+        try store.tree.truncate(.note(id), to: Int64(body.count))
         try saved(id, body)
     }
 
     private func delete() throws {
         guard ids.count > Self.notesMin else { return }
         let id = pick()
-        guard let entry = try store.entry(for: .note(id)), let parent = entry.parent else {
+        guard let entry = try store.tree.entry(for: .note(id)), let parent = entry.parent else {
             throw ChildError("note \(id) has no entry")
         }
         report("intent delete \(id)")
-        try store.removeFile(in: parent, name: entry.name)
+        try store.tree.removeFile(in: parent, name: entry.name)
         ids.removeAll { $0 == id }
         bodies[id] = nil
         report("deleted \(id)")
@@ -189,12 +189,12 @@ final class CrashChild {
 
     /// Plays the sync engine against an always-accepting server; sometimes
     /// leaves part of the batch in flight, as a crash during a push would.
-    private func sync() throws {
-        let batch = try store.freezeBatch(maxCount: Int.random(in: 1...20, using: &rng))
+    private func sync() async throws {
+        let batch = try await store.replica.freezeBatch(maxCount: Int.random(in: 1...20, using: &rng))
         let settling = Int.random(in: 0..<4, using: &rng) == 0 ? batch.count / 2 : batch.count
         for change in batch.prefix(settling) {
             serverVersion += 1
-            try store.settle(change.changeID, outcome: .applied(version: serverVersion))
+            try await store.replica.settle(change.changeID, outcome: .applied(version: serverVersion))
         }
         report("synced \(settling) \(batch.count)")
     }

@@ -8,7 +8,7 @@ import Foundation
 // Usage: notesfs-crash-child --db PATH --seed N --run K [--max-seconds S] [--stop-in-save N]
 do {
     let options = try CrashChildOptions(Array(CommandLine.arguments.dropFirst()))
-    try CrashChild(options: options).run()
+    try await CrashChild(options: options).run()
     exit(0)
 } catch {
     FileHandle.standardError.write(Data("notesfs-crash-child: \(error)\n".utf8))

@@ -49,7 +49,7 @@ struct ConflictsCommand: Command {
     }
 
     static func list(_ store: NotesStore, json: Bool, console: Console) throws -> Int32 {
-        let copies = try store.conflictCopies()
+        let copies = try store.admin.conflictCopies()
         if json {
             let items = copies.map { copy -> [String: Any] in
                 var item: [String: Any] = ["copy": copy.copyPath, "copyID": copy.copy.description]
@@ -74,7 +74,7 @@ struct ConflictsCommand: Command {
             }
             console.out("  copy of: \(notePath)")
             let diff = UnifiedDiff.make(
-                old: try store.contents(of: .note(note)), new: try store.contents(of: .note(copy.copy)),
+                old: try store.admin.contents(of: .note(note)), new: try store.admin.contents(of: .note(copy.copy)),
                 oldLabel: String(notePath.drop { $0 == "/" }), newLabel: String(copy.copyPath.drop { $0 == "/" }))
             FileHandle.standardOutput.write(diff.isEmpty ? Data("  (same text as the note)\n".utf8) : diff)
             console.out("")
@@ -88,7 +88,7 @@ struct ConflictsCommand: Command {
             throw CommandError.failed(
                 "'\(path)' is not a conflict copy of these notes (see 'notesfs conflicts' for their paths)")
         }
-        let copies = try store.conflictCopies()
+        let copies = try store.admin.conflictCopies()
         guard let info = copies.first(where: { $0.copy == copy }) else {
             throw CommandError.failed("'\(path)' is not a conflict copy (see 'notesfs conflicts')")
         }
@@ -97,7 +97,7 @@ struct ConflictsCommand: Command {
                 "the note of '\(info.copyPath)' is gone; rename the copy to keep its text as a note, "
                     + "or use --keep note to delete it")
         }
-        try store.resolveConflictCopy(copy, keep: keep)
+        try store.admin.resolveConflictCopy(copy, keep: keep)
         let what: String
         switch keep {
         case .note: what = "kept \(info.notePath ?? "the note") as it is"
@@ -111,8 +111,8 @@ struct ConflictsCommand: Command {
     /// The copy a PATH names: a file in a mounted notesfs (by its path from
     /// that mount's root), or a path as listed, from the mount's root.
     static func copyID(_ store: NotesStore, path: String) throws -> NoteID? {
-        if let inMount = pathInMount(path), let id = try store.noteID(atPath: inMount) { return id }
-        return try store.noteID(atPath: path)
+        if let inMount = pathInMount(path), let id = try store.admin.noteID(atPath: inMount) { return id }
+        return try store.admin.noteID(atPath: path)
     }
 
     /// `path` from the root of the notesfs mount holding it, if it is an existing file in one.

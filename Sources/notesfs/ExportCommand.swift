@@ -44,7 +44,7 @@ struct ExportCommand: Command {
         }
         summary += " to \(target.path)."
         if !all {
-            let status = try store.status()
+            let status = try store.admin.status()
             if status.localOnlyFiles > 0 {
                 var names = status.localOnlyPaths.joined(separator: ", ")
                 if status.localOnlyTopLevel > status.localOnlyPaths.count { names += ", …" }
@@ -63,7 +63,7 @@ struct ExportCommand: Command {
     ) throws {
         var cookie: Int64 = 0
         while true {
-            let entries = try store.list(directory: directory, afterCookie: cookie, limit: 500)
+            let entries = try store.tree.list(directory: directory, afterCookie: cookie, limit: 500)
             guard let last = entries.last else { break }
             cookie = last.cookie
             for entry in entries {
@@ -84,7 +84,7 @@ struct ExportCommand: Command {
                     case .symlink:
                         try? FileManager.default.removeItem(at: child)
                         try FileManager.default.createSymbolicLink(
-                            atPath: child.path, withDestinationPath: try store.readLink(entry.ref))
+                            atPath: child.path, withDestinationPath: try store.tree.readLink(entry.ref))
                         counts.localFiles += 1
                     case .file:
                         try write(store, entry, to: child)
@@ -99,7 +99,7 @@ struct ExportCommand: Command {
 
     private static func write(_ store: NotesStore, _ entry: Entry, to url: URL) throws {
         // Atomic: a file kept read-only (a git object) is replaced, not opened for writing.
-        try store.contents(of: entry.ref).write(to: url, options: .atomic)
+        try store.admin.contents(of: entry.ref).write(to: url, options: .atomic)
         let date = Date(timeIntervalSince1970: Double(entry.modifiedNanoseconds) / 1e9)
         // The mode too: a git hook or a script kept here stays executable.
         try FileManager.default.setAttributes(

@@ -24,7 +24,7 @@ struct ImportCommand: Command {
         let store = try DataLocation(arguments).openStore(create: true)
         var importer = TreeImporter(store: store, console: console)
         try importer.importDirectory(source, into: .root)
-        try store.flushSearchIndex()
+        try store.admin.flushSearchIndex()
         console.out(
             "Imported \(importer.created) new and \(importer.updated) changed notes "
                 + "(\(importer.unchanged) unchanged, \(importer.skipped) skipped) into \(store.path).")
@@ -78,11 +78,11 @@ struct TreeImporter {
     }
 
     private func folderRef(named name: String, in directory: DirectoryRef) throws -> DirectoryRef {
-        if let existing = try store.lookup(in: directory, name: name) {
+        if let existing = try store.tree.lookup(in: directory, name: name) {
             guard let folder = existing.ref.directory else { throw StoreError.notADirectory(name) }
             return folder
         }
-        guard let folder = try store.makeDirectory(in: directory, name: name).ref.directory else {
+        guard let folder = try store.tree.makeDirectory(in: directory, name: name).ref.directory else {
             throw StoreError.notADirectory(name)
         }
         return folder
@@ -93,17 +93,17 @@ struct TreeImporter {
     ) throws {
         let body = try Data(contentsOf: url)
         let modified = (attributes[.modificationDate] as? Date).map { Int64($0.timeIntervalSince1970 * 1e9) }
-        if let existing = try store.lookup(in: directory, name: name) {
+        if let existing = try store.tree.lookup(in: directory, name: name) {
             guard case .note(let id) = existing.ref else { throw StoreError.isADirectory(name) }
-            if try store.contents(of: existing.ref) == body {
+            if try store.admin.contents(of: existing.ref) == body {
                 unchanged += 1
                 return
             }
-            try store.replaceBody(of: id, with: body)
-            if let modified { try store.setModified(existing.ref, nanoseconds: modified) }
+            try store.admin.replaceBody(of: id, with: body)
+            if let modified { try store.admin.setModified(existing.ref, nanoseconds: modified) }
             updated += 1
         } else {
-            try store.createNote(in: directory, title: NameCodec.title(forName: name), body: body,
+            try store.admin.createNote(in: directory, title: NameCodec.title(forName: name), body: body,
                                  modifiedNanoseconds: modified)
             created += 1
         }

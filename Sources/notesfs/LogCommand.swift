@@ -88,16 +88,16 @@ struct LogCommand: Command {
                 + "conflict replaced it, or the server refused it). Which machine made each is not known here.")
         let store = history.store
         var versions: [(when: String, what: String, text: Data?)] = []
-        if let trashed = try store.trashEntries().first(where: { $0.noteID == id }) {
+        if let trashed = try store.admin.trashEntries().first(where: { $0.noteID == id }) {
             versions.append(("\(trashed.deletedAtText)", "deleted (\(trashed.origin.words))", nil))
-            versions.append(("before that", "last text, \(trashed.size) bytes", try store.trashBody(trashed.seq)))
-        } else if let text = try? store.contents(of: .note(id)) {
+            versions.append(("before that", "last text, \(trashed.size) bytes", try store.admin.trashBody(trashed.seq)))
+        } else if let text = try? store.admin.contents(of: .note(id)) {
             versions.append(("now", "\(text.count) bytes", text))
         }
-        for entry in try store.history(for: id) {
+        for entry in try store.admin.history(for: id) {
             versions.append(
                 ("until \(entry.savedAtText)", "\(entry.size) bytes, kept (\(entry.reason.words))",
-                 try store.historyBody(entry.seq)))
+                 try store.admin.historyBody(entry.seq)))
         }
         console.out("/\(path): this machine's view, newest first")
         for (index, version) in versions.enumerated() {

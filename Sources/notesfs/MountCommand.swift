@@ -86,7 +86,7 @@ struct MountCommand: Command {
     static func refuseAnotherAccount(_ profile: SyncProfile, location: DataLocation) throws {
         guard location.exists else { return }
         let token = try profile.token()
-        let binding = try location.openStore(create: false).accountBinding()
+        let binding = try location.openStore(create: false).admin.accountBinding()
         guard !binding.isEmpty, binding.tokenID != token.id else { return }
         let url = try profile.serverURL()
         let transport = HTTPSyncTransport(baseURL: url, token: token.text, caFile: try profile.checkedCAFile())
@@ -328,16 +328,16 @@ struct MountDaemon {
             path: location.directory.appendingPathComponent("mount.log").path, alsoStandardError: report.descriptor == nil)
         log.info("notesfs \(CommandLineTool.version) mounting \(location.directory.path) on \(mountpoint) (pid \(getpid()))")
         let store = try location.openStore(create: true, prunesHistory: true)
-        try store.beginSession()
+        try store.admin.beginSession()
         do {
-            let added = try store.prepareWriteAheadLog()
+            let added = try store.admin.prepareWriteAheadLog()
             if added > 0 { log.info("gave the write-ahead log its full size (\(added) bytes of zeros)") }
         } catch {
             log.warning("could not give the write-ahead log its full size: \(error); saves sync a growing file")
         }
         let syncSetup = try SyncService.prepare(location: location, store: store, log: log)
         let mount = try NotesMount(
-            store: store, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)
+            tree: store.tree, mountpoint: mountpoint, log: log, sourceName: "notesfs:" + location.directory.path)
         let sync = try syncSetup.map { setup in
             try SyncService(
                 location: location, store: store, transport: setup.transport, tokenID: setup.tokenID, mount: mount,
@@ -364,7 +364,7 @@ struct MountDaemon {
         systemd.send("STOPPING=1")
         sync?.stop()
         do {
-            if try store.checkpointForShutdown() {
+            if try store.admin.checkpointForShutdown() {
                 log.info("moved the write-ahead log into \(location.databasePath)")
             } else {
                 log.warning("another process was reading the database; part of the write-ahead log stays (replayed at the next open)")

@@ -46,9 +46,9 @@ struct NoteHistory {
     /// The note at `path` now, else the newest one deleted from there (the
     /// trash), else the newest one whose text the local history kept from there.
     func noteID(atPath path: String) throws -> NoteID? {
-        if let id = try store.noteID(atPath: path) { return id }
-        if let entry = try store.trashEntries().first(where: { $0.path == path }) { return entry.noteID }
-        return try store.history().first(where: { $0.path == path })?.noteID
+        if let id = try store.admin.noteID(atPath: path) { return id }
+        if let entry = try store.admin.trashEntries().first(where: { $0.path == path }) { return entry.noteID }
+        return try store.admin.history().first(where: { $0.path == path })?.noteID
     }
 
     /// Runs `body` against the server; nil with the reason when there is no
@@ -67,7 +67,7 @@ struct NoteHistory {
     /// How a device that made a version is shown.
     func deviceWords(_ device: DeviceID?) throws -> String {
         guard let device else { return "unknown device" }
-        if device == (try store.device().id) { return "this machine" }
+        if device == (try store.admin.device().id) { return "this machine" }
         // The last digits: a time-ordered id begins with its creation time.
         return "device " + String(device.description.suffix(8))
     }
@@ -75,7 +75,7 @@ struct NoteHistory {
     /// The tree of `at` from this machine's records.
     func offlineTree(at: Date) throws -> (tree: MomentTree, laterTexts: Int) {
         let nanoseconds = Int64((at.timeIntervalSince1970 * 1e9).rounded(.down))
-        let (items, laterTexts) = OfflineMoment.items(at: nanoseconds, from: try store.momentRecords())
+        let (items, laterTexts) = OfflineMoment.items(at: nanoseconds, from: try store.tree.momentRecords())
         return (MomentTree(items: items), laterTexts)
     }
 }

@@ -31,9 +31,9 @@ enum Rebind {
         let url = try profile.serverURL()
         let token = try profile.token()
         let store = try location.openStore(create: false)
-        let state = try store.syncState()
-        let status = try store.status()
-        let binding = try store.accountBinding()
+        let state = try store.admin.syncState()
+        let status = try store.admin.status()
+        let binding = try store.admin.accountBinding()
         let from =
             state.serverURL.map { url in
                 "\(url) (" + (binding.account.map { "the account of key \($0.dropFirst("account:".count))" }
@@ -52,7 +52,7 @@ enum Rebind {
                 return 1
             }
         }
-        let report = try store.rebindServer(url: url.absoluteString, tokenID: token.id)
+        let report = try store.admin.rebindServer(url: url.absoluteString, tokenID: token.id)
         try profile.save(location)
         console.out(
             "Rebound to \(url.absoluteString): \(report.notes) notes and \(report.folders) folders will be sent "

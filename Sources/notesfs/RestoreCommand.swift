@@ -33,28 +33,28 @@ struct RestoreCommand: Command {
         let seq: Int64
         if let number = Int64(argument.hasPrefix("#") ? String(argument.dropFirst()) : argument) {
             seq = number
-        } else if let entry = try store.historyEntry(named: argument) {
+        } else if let entry = try store.admin.historyEntry(named: argument) {
             seq = entry.seq
         } else {
             throw CommandError.usage(
                 "'\(argument)' is neither a history entry number nor the name of an entry (see notesfs restore)")
         }
-        guard let entry = try store.historyEntry(seq) else {
+        guard let entry = try store.admin.historyEntry(seq) else {
             throw CommandError.failed("no history entry \(seq) (it may have been pruned); see notesfs restore")
         }
         if let destination = arguments.option("--to") {
-            let written = try write(try store.historyBody(seq), of: entry, to: destination)
+            let written = try write(try store.admin.historyBody(seq), of: entry, to: destination)
             console.out("Wrote entry \(seq) (\(entry.size) bytes, kept \(entry.savedAtText)) to \(written).")
             return 0
         }
-        let id = try store.restore(historyEntry: seq)
+        let id = try store.admin.restore(historyEntry: seq)
         console.out("Restored entry \(seq) into \(try store.path(of: .note(id)) ?? id.description).")
         return 0
     }
 
     /// The entries, newest first, one a line: number, time, why, path, size.
     static func list(_ store: NotesStore, console: Console) throws {
-        let entries = try store.history()
+        let entries = try store.admin.history()
         guard !entries.isEmpty else {
             console.out("The local history is empty.")
             return

@@ -51,15 +51,15 @@ struct RevertCommand: Command {
         let socket = SyncControlSocket.path(location)
         let mounted = try syncFirst(socket: socket)
         let store = try location.openStore(create: false)
-        if !mounted, try store.status().pendingCount > 0 {
+        if !mounted, try store.admin.status().pendingCount > 0 {
             throw CommandError.failed(
                 "this machine has changes the server has not seen yet, and no mount is running to send them. "
                     + "Mount the profile (it syncs by itself), then revert: a revert must start from what the "
                     + "server has, so that it can be undone.")
         }
         let paths = arguments.positional.map { relativePath($0, location: location) }
-        let past = try pastTree(at: moment, profile: profile, device: try store.device().id)
-        let plan = try store.revertPlan(to: past, within: paths)
+        let past = try pastTree(at: moment, profile: profile, device: try store.admin.device().id)
+        let plan = try store.admin.revertPlan(to: past, within: paths)
         let when = MomentTime.name(moment, seconds: Int(moment.timeIntervalSince1970) % 60 != 0)
         if NotesStore.pastCount(past, within: paths) == 0, plan.contains(where: { $0.action == .delete }),
             plan.allSatisfy({ $0.action == .delete || $0.action == .keep })
@@ -92,7 +92,7 @@ struct RevertCommand: Command {
         // nothing of the revert is.
         let before = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 0.001).rounded(.up))
         Thread.sleep(until: before.addingTimeInterval(0.001))
-        let done = try store.revert(to: past, within: paths)
+        let done = try store.admin.revert(to: past, within: paths)
         let count = done.filter { $0.action != .keep }.count
         console.out("Reverted to \(when): \(count) change\(count == 1 ? "" : "s").")
         let undoPaths = paths.map { " '\($0)'" }.joined()

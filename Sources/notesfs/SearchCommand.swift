@@ -36,7 +36,7 @@ struct SearchCommand: Command {
         guard !query.isEmpty else {
             throw CommandError.usage("give at least one word to search for (letters or digits)")
         }
-        let hits = try store.search(query, in: directory, limit: limit)
+        let hits = try store.admin.search(query, in: directory, limit: limit)
         if arguments.has("--json") {
             let items = hits.map { hit -> [String: Any] in
                 ["id": hit.noteID.description, "path": hit.path, "title": hit.title, "snippet": hit.snippet,
@@ -78,7 +78,7 @@ struct SearchCommand: Command {
     static func folder(_ path: String, in store: NotesStore) throws -> DirectoryRef {
         var directory = DirectoryRef.root
         for component in path.split(separator: "/") where component != "." {
-            guard let entry = try store.lookup(in: directory, name: String(component)),
+            guard let entry = try store.tree.lookup(in: directory, name: String(component)),
                 case .folder(let id) = entry.ref
             else {
                 throw CommandError.failed(

@@ -66,7 +66,7 @@ struct ShowCommand: Command {
             console.error(
                 "Offline: \(reason.words). This is this machine's view only; the text may be later than the "
                     + "time asked if the note changed since and no older copy was kept here.")
-            FileHandle.standardOutput.write(try history.store.momentText(body))
+            FileHandle.standardOutput.write(try history.store.tree.momentText(body))
             return 0
         }
     }

@@ -18,7 +18,7 @@ struct StatusCommand: Command {
     static func run(_ arguments: ParsedArguments, console: Console) throws -> Int32 {
         let location = try DataLocation(arguments)
         let store = try location.openStore(create: false)
-        var status = try store.status()
+        var status = try store.admin.status()
         // The running mount adds what only it knows: a run's progress, the next retry.
         _ = SyncControlSocket.request(path: SyncControlSocket.path(location), "status") { line in
             status.live = try? JSONDecoder().decode(LiveSync.self, from: Data(line.utf8))

@@ -111,7 +111,7 @@ struct SyncCommand: Command {
             return 0
         case "ok"?:
             var summary = "Synced."
-            let status = try? location.openStore(create: false).status()
+            let status = try? location.openStore(create: false).admin.status()
             if let status, !status.heldForSize.isEmpty {
                 let count = status.heldForSize.count
                 console.error(
@@ -145,7 +145,8 @@ struct SyncCommand: Command {
     /// `notesfs restore` does); the next mount sends what that queued.
     private static func settleWithoutMount(_ location: DataLocation, allow: Bool, console: Console) throws -> Int32 {
         let store = try location.openStore(create: false)
-        let summary = allow ? try store.confirmMassDelete().summary : try store.restoreHeldDeletions().summary
+        let admin = store.admin
+        let summary = allow ? try admin.confirmMassDelete().summary : try admin.restoreHeldDeletions().summary
         console.out(summary + " No mount is running: the next mount syncs it.")
         return 0
     }

@@ -24,17 +24,17 @@ final class SyncService: Sendable {
         guard let profile = try SyncProfile.load(location) else { return nil }
         let url = try profile.serverURL()
         let token = try profile.token()
-        try store.bindServer(url: url.absoluteString)
+        try store.admin.bindServer(url: url.absoluteString)
         let caFile = try profile.checkedCAFile()
-        if let name = profile.deviceName, !name.isEmpty, try store.device().name != name {
-            try store.setDeviceName(name)
+        if let name = profile.deviceName, !name.isEmpty, try store.admin.device().name != name {
+            try store.admin.setDeviceName(name)
         }
         log.info(
-            "sync: \(url.absoluteString) as device '\(try store.device().name)' with token \(token.id)"
+            "sync: \(url.absoluteString) as device '\(try store.admin.device().name)' with token \(token.id)"
                 + (caFile.map { " trusting the certificates in \($0)" } ?? ""))
         return (
             profile,
-            HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id, caFile: caFile),
+            HTTPSyncTransport(baseURL: url, token: token.text, device: try store.admin.device().id, caFile: caFile),
             token.id
         )
     }
@@ -45,9 +45,9 @@ final class SyncService: Sendable {
     ) throws {
         self.transport = transport
         self.log = log
-        let engine = try SyncEngine(store: store, transport: transport, tokenID: tokenID)
+        let engine = try SyncEngine(replica: store.replica, transport: transport, tokenID: tokenID)
         let scheduler = SyncScheduler(
-            engine: engine, store: store, transport: transport, log: { log.info($0) })
+            engine: engine, replica: store.replica, transport: transport, log: { log.info($0) })
         self.scheduler = scheduler
         socket = try SyncControlSocket(
             path: SyncControlSocket.path(location), scheduler: scheduler, transport: transport, log: log)

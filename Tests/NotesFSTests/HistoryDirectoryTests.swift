@@ -15,7 +15,7 @@ import Testing
     static func listLikeTheKernel(_ control: ControlDirectory, pageEntries: Int) throws
         -> (names: [String], work: WorkCounters)
     {
-        let before = control.store.databaseWork()
+        let before = control.tree.store.databaseWork()
         var names: [String] = []
         var offset: Int64 = 0
         while true {
@@ -34,7 +34,7 @@ import Testing
             names += page.map(\.name)
             offset = last.offset
         }
-        return (names, control.store.databaseWork().since(before))
+        return (names, control.tree.store.databaseWork().since(before))
     }
 
     @Test func listingTwiceTheEntriesCostsTwiceTheRows() throws {
@@ -42,7 +42,7 @@ import Testing
         configuration.historyPruning = .manual
         let fixture = try StoreFixture(configuration: configuration)
         defer { fixture.remove() }
-        let control = ControlDirectory(store: fixture.store)
+        let control = ControlDirectory(tree: fixture.store.tree)
         let note = NoteID()
         try HistoryListing.fill(fixture.databasePath, count: 500, note: note)
         let small = try Self.listLikeTheKernel(control, pageEntries: 100)
@@ -63,7 +63,7 @@ import Testing
         let fixture = try StoreFixture()
         defer { fixture.remove() }
         let store = fixture.store
-        let control = ControlDirectory(store: store)
+        let control = ControlDirectory(tree: store.tree)
         let id = try store.createNote(in: .root, title: "n.md", body: Data(utf8: "precious"))
         try store.truncate(.note(id), to: 0)
         let listed = try Self.listLikeTheKernel(control, pageEntries: 10).names.filter { $0 != "." && $0 != ".." }

@@ -1,7 +1,7 @@
 import Foundation
 import NotesFS
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import TestSupport
 import Synchronization
 import Testing
@@ -18,7 +18,7 @@ struct InvalidationTests {
         init() throws {
             fixture = try MountFixture(mount: false)
             store = try NotesStore(path: fixture.databasePath)
-            mount = try NotesMount(store: store, mountpoint: fixture.mountpoint, log: MountLog.discard)
+            mount = try NotesMount(tree: store.tree, mountpoint: fixture.mountpoint, log: MountLog.discard)
             try mount.mount()
             mount.serveInBackground()
         }

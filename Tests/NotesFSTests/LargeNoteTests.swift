@@ -1,5 +1,5 @@
 import Foundation
-import NotesStore
+@testable import NotesStore
 import TestSupport
 import Testing
 

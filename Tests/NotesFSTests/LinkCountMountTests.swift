@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// Through a real mount: directory link counts as tools that trust them
 /// expect, and history entries a person can find and bring back by name.

@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 import TestSupport
 import Testing
+@testable import NotesStore
 
 @Suite(.serialized, .enabled(if: mountTestsEnabled, "needs FUSE (/dev/fuse and fusermount3)"))
 struct LocalOnlyAndHistoryTests {

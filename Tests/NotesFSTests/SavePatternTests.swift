@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// One way of changing a note with a real tool, and what the store must hold after.
 struct SaveCase: Sendable, CustomTestStringConvertible {

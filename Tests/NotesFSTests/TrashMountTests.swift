@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// `.notesfs/trash` on a real mount: a removed note is there with its last
 /// text, read-only, and `mv` brings the same note back.

@@ -1,7 +1,7 @@
 import Foundation
 import NotesFS
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import TestSupport
 import Testing
 
@@ -34,7 +34,7 @@ import Testing
         let fixture = try StoreFixture()
         defer { fixture.remove() }
         let id = try syncedNote(fixture.store, "one\n")
-        let mount = UnmountedFileSystem(store: fixture.store)
+        let mount = UnmountedFileSystem(tree: fixture.store.tree)
         defer { mount.close() }
         let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
         _ = mount.takeInvalidations()
@@ -57,7 +57,7 @@ import Testing
         let store = fixture.store
         let id = try syncedNote(store, "one\ntwo\n")
         // Open requests on (NOTESFS_OPEN_REQUESTS=1): each handle is judged by its open.
-        let mount = UnmountedFileSystem(store: store, skipsOpens: false)
+        let mount = UnmountedFileSystem(tree: store.tree, skipsOpens: false)
         defer { mount.close() }
         let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
         let handle = try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: O_RDWR)) }.handle

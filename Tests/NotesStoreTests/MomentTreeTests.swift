@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import Testing
 
 /// The tree of a past moment, built from plain values: how names are given,

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import PostgresKit
 import SQLiteKit
 import SyncEngine
@@ -93,7 +93,7 @@ import Testing
         func engine(_ store: NotesStore, _ token: AccessToken) throws -> SyncEngine {
             try store.bindServer(url: url.absoluteString)
             let transport = HTTPSyncTransport(baseURL: url, token: token.text, device: try store.device().id)
-            return try SyncEngine(store: store, transport: transport, tokenID: token.id)
+            return try SyncEngine(replica: store.replica, transport: transport, tokenID: token.id)
         }
 
         /// Every live note of `token`'s account on the server, by title.

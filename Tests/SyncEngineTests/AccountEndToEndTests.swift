@@ -3,6 +3,7 @@ import SQLiteKit
 import SyncServer
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// The real binary, server and mount: a profile is bound to its account, so
 /// a second token of that account works on it (online or offline), and a

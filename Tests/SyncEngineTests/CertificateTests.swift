@@ -1,6 +1,6 @@
 import Foundation
 import HTTPServer
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncServer
 import Testing
@@ -41,7 +41,7 @@ import TestSupport
         try store.createNote(in: .root, title: "n.md", body: Data("over tls\n".utf8))
 
         let untrusted = HTTPSyncTransport(baseURL: url, token: world.token)
-        let failed = await (try SyncEngine(store: store, transport: untrusted)).sync()
+        let failed = await (try SyncEngine(replica: store.replica, transport: untrusted)).sync()
         guard case .failed(.untrustedCertificate) = failed else {
             Issue.record("expected an untrusted certificate, got \(failed)")
             return
@@ -51,7 +51,7 @@ import TestSupport
         #expect(try store.status().refusals.isEmpty)
 
         let trusted = HTTPSyncTransport(baseURL: url, token: world.token, caFile: cert)
-        #expect(await (try SyncEngine(store: store, transport: trusted)).sync() == .succeeded)
+        #expect(await (try SyncEngine(replica: store.replica, transport: trusted)).sync() == .succeeded)
         #expect(try store.status().pendingCount == 0)
         #expect(try store.lookup(in: .root, name: "n (not synced).md") == nil)
     }

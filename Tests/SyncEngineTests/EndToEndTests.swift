@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// A real `notesfs serve` and two or three real mounts of it, each in its own
 /// temporary directory, driven with shell tools (DESIGN.md "Tests").

@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncProtocol
 import TestSupport

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncProtocol
 import SyncServer
@@ -36,14 +36,14 @@ import Testing
             let store = try NotesStore(path: world.directory.file("\(name).sqlite"), configuration: configuration)
             let transport = HTTPSyncTransport(
                 baseURL: url, token: world.token, device: namedPolls ? try store.device().id : nil)
-            return (store, transport, try SyncEngine(store: store, transport: transport))
+            return (store, transport, try SyncEngine(replica: store.replica, transport: transport))
         }
 
         /// A started scheduler whose first run has ended and whose long poll is parked.
         func startPolling(engine: SyncEngine, store: NotesStore, transport: any SyncTransport) async throws
             -> SyncScheduler
         {
-            let scheduler = SyncScheduler(engine: engine, store: store, transport: transport)
+            let scheduler = SyncScheduler(engine: engine, replica: store.replica, transport: transport)
             await scheduler.start()
             let ran = try await waitUntil { await scheduler.completedRuns >= 1 }
             let parked = try await waitUntil { self.world.server.notifier.waitingCount >= 1 }
@@ -244,7 +244,8 @@ import Testing
         var configuration = SyncScheduler.Configuration()
         configuration.backoffBaseSeconds = 60  // the failed run's own retry stays out of the way
         let scheduler = SyncScheduler(
-            engine: try SyncEngine(store: a.store, transport: transport), store: a.store, transport: transport,
+            engine: try SyncEngine(replica: a.store.replica, transport: transport), replica: a.store.replica,
+            transport: transport,
             configuration: configuration)
         await scheduler.start()
         #expect(try await waitUntil { await scheduler.completedRuns >= 1 })

@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncServer
 import Synchronization
@@ -29,7 +29,7 @@ final class ManualClock: Sendable {
         engine.pullPageRowsMax = pullPageRows
         return SyncWorld.Device(
             store: store, transport: transport,
-            engine: try SyncEngine(store: store, transport: transport, configuration: engine))
+            engine: try SyncEngine(replica: store.replica, transport: transport, configuration: engine))
     }
 
     func names(_ store: NotesStore, _ directory: DirectoryRef = .root) throws -> [String] {

@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncProtocol
 import Synchronization
@@ -43,7 +43,7 @@ final class LosesNextPushReply: SyncTransport {
         defer { world.remove() }
         let a = try world.device("a"), b = try world.device("b")
         let losing = LosesNextPushReply(a.transport)
-        let engine = try SyncEngine(store: a.store, transport: losing)
+        let engine = try SyncEngine(replica: a.store.replica, transport: losing)
         let id = try a.store.createNote(in: .root, title: "n.md", body: Data("one\n".utf8))
         #expect(await engine.sync() == .succeeded)
         #expect(await b.engine.sync() == .succeeded)

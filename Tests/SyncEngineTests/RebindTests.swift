@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncServer
 import TestSupport
@@ -19,7 +19,8 @@ import Testing
     func attach(_ device: SyncWorld.Device, to world: SyncWorld) throws -> SyncWorld.Device {
         let transport = InProcessTransport(server: world.server, token: world.token)
         return SyncWorld.Device(
-            store: device.store, transport: transport, engine: try SyncEngine(store: device.store, transport: transport))
+            store: device.store, transport: transport,
+            engine: try SyncEngine(replica: device.store.replica, transport: transport))
     }
 
     @Test func aRebindKeepsEveryIdQueuesEverythingAsCreatesAndForgetsTheOldServer() async throws {

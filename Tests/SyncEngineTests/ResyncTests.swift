@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncProtocol
 import SyncServer
@@ -67,7 +67,7 @@ import Testing
         let viewer = SyncWorld.Device(
             store: fresh.store, transport: InProcessTransport(server: server, token: world.token),
             engine: try SyncEngine(
-                store: fresh.store, transport: InProcessTransport(server: server, token: world.token)))
+                replica: fresh.store.replica, transport: InProcessTransport(server: server, token: world.token)))
         #expect(await viewer.engine.sync().succeeded)
         #expect(try text(fresh.store, "new.md") == "new\n")
         #expect(try text(fresh.store, "old.md") == "old\nedited later\n")

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// `notesfs revert` on one machine of two: the folder goes back to a past
 /// moment on both, the rest stays, and the revert itself is undone by

@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncProtocol
 import Synchronization
@@ -90,14 +90,15 @@ final class CountingTransport: SyncTransport {
         defer { world.remove() }
         let device = try world.device("a")
         let transport = CountingTransport(device.transport)
-        let engine = try SyncEngine(store: device.store, transport: transport)
+        let engine = try SyncEngine(replica: device.store.replica, transport: transport)
         var configuration = SyncScheduler.Configuration()
         // Quiet for 5 s ends the stream: far longer than the 5 ms between its
         // writes, even on a machine that stalls the test for a second or two.
         configuration.debounceSeconds = 5
         configuration.debounceMaxSeconds = 60
         configuration.syncedEditQuietSeconds = 5
-        let scheduler = SyncScheduler(engine: engine, store: device.store, transport: transport, configuration: configuration)
+        let scheduler = SyncScheduler(
+            engine: engine, replica: device.store.replica, transport: transport, configuration: configuration)
         await scheduler.start()
         #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
         let id = try device.store.createNote(in: .root, title: "n.md", body: Data("0\n".utf8))
@@ -115,7 +116,7 @@ final class CountingTransport: SyncTransport {
         defer { world.remove() }
         let device = try world.device("a")
         let transport = CountingTransport(device.transport)
-        let engine = try SyncEngine(store: device.store, transport: transport)
+        let engine = try SyncEngine(replica: device.store.replica, transport: transport)
         var configuration = SyncScheduler.Configuration()
         // Only the close can explain a push before the ceiling of the wait below.
         configuration.debounceSeconds = 600
@@ -123,7 +124,8 @@ final class CountingTransport: SyncTransport {
         configuration.syncedEditQuietSeconds = 600
         let id = try device.store.createNote(in: .root, title: "n.md", body: Data("0\n".utf8))
         #expect(await engine.sync() == .succeeded, "the note is on the server")
-        let scheduler = SyncScheduler(engine: engine, store: device.store, transport: transport, configuration: configuration)
+        let scheduler = SyncScheduler(
+            engine: engine, replica: device.store.replica, transport: transport, configuration: configuration)
         await scheduler.start()
         #expect(try await waitUntil { await scheduler.completedRuns >= 1 })
         let pushesBefore = transport.pushes.load(ordering: .relaxed)
@@ -139,12 +141,13 @@ final class CountingTransport: SyncTransport {
         defer { world.remove() }
         let device = try world.device("a")
         let transport = CountingTransport(device.transport)
-        let engine = try SyncEngine(store: device.store, transport: transport)
+        let engine = try SyncEngine(replica: device.store.replica, transport: transport)
         var configuration = SyncScheduler.Configuration()
         configuration.backoffBaseSeconds = 0.05
         configuration.backoffCapSeconds = 0.2
         let scheduler = SyncScheduler(
-            engine: engine, store: device.store, transport: transport, configuration: configuration, random: { 0.5 })
+            engine: engine, replica: device.store.replica, transport: transport, configuration: configuration,
+            random: { 0.5 })
         try device.store.createNote(in: .root, title: "n.md", body: Data("kept\n".utf8))
         transport.failNext.store(3, ordering: .relaxed)
         await scheduler.start()
@@ -164,12 +167,13 @@ extension SchedulerTests {
         defer { world.remove() }
         let device = try world.device("a")
         let transport = CountingTransport(device.transport)
-        let engine = try SyncEngine(store: device.store, transport: transport)
+        let engine = try SyncEngine(replica: device.store.replica, transport: transport)
         var configuration = SyncScheduler.Configuration()
         configuration.backoffBaseSeconds = 60  // the run's own retry would come far too late
         configuration.backoffCapSeconds = 60
         let scheduler = SyncScheduler(
-            engine: engine, store: device.store, transport: transport, configuration: configuration, random: { 0 })
+            engine: engine, replica: device.store.replica, transport: transport, configuration: configuration,
+            random: { 0 })
         try device.store.createNote(in: .root, title: "n.md", body: Data("kept\n".utf8))
         transport.failNext.store(2, ordering: .relaxed)
         await scheduler.start()

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// A real server put back from an older copy without `notesfs server new-epoch`:
 /// no note made since the copy may vanish from any machine.

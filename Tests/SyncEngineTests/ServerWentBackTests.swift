@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SyncEngine
 import SyncServer
 import SyncServerSQLite
@@ -54,7 +54,7 @@ import Testing
         // The restored server got everything back, with the same ids.
         let c = try world.device("c")
         let transport = InProcessTransport(server: server, token: world.token)
-        let viewer = try SyncEngine(store: c.store, transport: transport)
+        let viewer = try SyncEngine(replica: c.store.replica, transport: transport)
         #expect(await viewer.sync().succeeded)
         #expect(try text(c.store, "old.md") == "old\nedited later\n")
         #expect(try text(c.store, "new.md") == "new\n")
@@ -79,7 +79,8 @@ import Testing
         #expect(outcome.succeeded)
         try await world.syncToQuiet(devices)
         let c = try world.device("c")
-        let viewer = try SyncEngine(store: c.store, transport: InProcessTransport(server: server, token: world.token))
+        let viewer = try SyncEngine(
+            replica: c.store.replica, transport: InProcessTransport(server: server, token: world.token))
         #expect(await viewer.sync().succeeded)
         #expect(try text(c.store, "old.md") == "old\nedited later\n")
     }

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// Writes made through a view of a note that a pull has since changed: an
 /// append lands at the note's real end, and a write at an offset the writer

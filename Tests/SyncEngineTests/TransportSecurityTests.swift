@@ -5,6 +5,7 @@ import SyncServer
 import SyncServerSQLite
 import Testing
 import TestSupport
+@testable import NotesStore
 
 /// TLS 1.2 at least on both sides (the client even where OpenSSL's own
 /// settings would allow less), and a private certificate trusted by a mount

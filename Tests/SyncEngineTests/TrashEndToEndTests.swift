@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import NotesStore
 
 /// The trash across machines: a deletion pulled from another machine puts
 /// the note in this one's trash, and restoring it here revives the same

@@ -1,5 +1,5 @@
 import Foundation
-import NotesStore
+@testable import NotesStore
 
 /// A store on a real SQLite file in a fresh temporary directory.
 public struct StoreFixture {

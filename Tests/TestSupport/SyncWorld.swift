@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesStore
+@testable import NotesStore
 import SQLiteKit
 import SyncEngine
 import SyncServer
@@ -41,7 +41,8 @@ public final class SyncWorld: Sendable {
         configuration.defaultDeviceName = name
         let store = try NotesStore(path: directory.file("\(name).sqlite"), configuration: configuration)
         let transport = InProcessTransport(server: server, token: token)
-        return Device(store: store, transport: transport, engine: try SyncEngine(store: store, transport: transport))
+        return Device(
+            store: store, transport: transport, engine: try SyncEngine(replica: store.replica, transport: transport))
     }
 
     public func remove() { directory.remove() }
@@ -53,7 +54,7 @@ public final class SyncWorld: Sendable {
             let transport = InProcessTransport(server: server, token: token)
             return Device(
                 store: device.store, transport: transport,
-                engine: try SyncEngine(store: device.store, transport: transport))
+                engine: try SyncEngine(replica: device.store.replica, transport: transport))
         }
     }
 

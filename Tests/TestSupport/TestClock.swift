@@ -1,4 +1,4 @@
-import NotesStore
+@testable import NotesStore
 import Synchronization
 
 /// A store clock the test moves by hand.
