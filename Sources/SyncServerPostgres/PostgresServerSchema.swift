@@ -82,10 +82,11 @@ enum PostgresServerSchema {
             PRIMARY KEY(account_id, kind, id, version));
         CREATE INDEX entity_versions_by_age ON entity_versions(account_id, replaced_at);
         """,
-        // Note bodies over about 2 KB are compressed inline, by default with
-        // pglz, which was a sixth of PostgreSQL's CPU per push; lz4 costs a
-        // fraction of it (docs/postgres.md, "Benchmark"). Only new rows are
-        // affected; a PostgreSQL built without lz4 keeps pglz.
+        // A row past about 2 KB has its body compressed inline, by default
+        // with pglz: 3.5-4% of PostgreSQL's CPU under the benchmark's 2 KB
+        // notes, a tenth of that with lz4 (docs/postgres.md, "Benchmark").
+        // Only rows written from now on; a PostgreSQL built without lz4
+        // keeps pglz.
         """
         DO $$
         BEGIN
