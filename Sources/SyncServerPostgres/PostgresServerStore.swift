@@ -13,9 +13,10 @@ import SyncServer
 /// queued while the previous group committed, one `COMMIT` for all) that
 /// first take the account rows in ascending account order with
 /// `SELECT … FOR UPDATE` (the counter lives there and stays locked until
-/// commit), then per push read the idempotency rows, then lock the entity
-/// rows with one `SELECT … ORDER BY kind, id FOR UPDATE`. Pushes to one
-/// account are therefore serialised across every process, and a feed read —
+/// commit), then read the idempotency rows, then the entity rows (which the
+/// account locks cover: every writer of an entity row holds its account
+/// row first). Pushes to one account are therefore serialised across every
+/// process, and a feed read —
 /// one statement, one snapshot holding the counter and the rows it stamped
 /// together — can never pass over a change still being written. Deadlocks
 /// and serialization failures roll the whole group back and it runs again (at
