@@ -18,7 +18,7 @@ public final class ChangeNotifier: Sendable {
     private enum Slot {
         case armed
         case fired
-        case waiting(CheckedContinuation<Void, Never>)
+        case waiting(CheckedContinuation<Bool, Never>)
     }
 
     private struct State {
@@ -48,9 +48,9 @@ public final class ChangeNotifier: Sendable {
         }
     }
 
-    /// Drops a ticket that will not be waited on.
+    /// Drops a ticket that will not be waited on (or ends its wait as timed out).
     public func disarm(_ ticket: Ticket) {
-        let continuation: CheckedContinuation<Void, Never>? = state.withLock { state in
+        let continuation: CheckedContinuation<Bool, Never>? = state.withLock { state in
             guard let slot = state.slots[ticket.account]?.removeValue(forKey: ticket.id) else { return nil }
             if state.slots[ticket.account]?.isEmpty == true { state.slots[ticket.account] = nil }
             if case .waiting(let continuation) = slot {
@@ -59,33 +59,43 @@ public final class ChangeNotifier: Sendable {
             }
             return nil
         }
-        continuation?.resume()
+        continuation?.resume(returning: false)
     }
 
     /// Waits until the account commits, `seconds` pass, or the notifier closes.
-    /// The ticket is used up either way.
-    public func wait(_ ticket: Ticket, seconds: Double) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let parked: Bool = state.withLock { state in
-                guard case .armed = state.slots[ticket.account]?[ticket.id] else { return false }
-                state.slots[ticket.account]?[ticket.id] = .waiting(continuation)
-                state.waitingCount += 1
-                return true
+    /// The ticket is used up either way. True when the ticket fired (a
+    /// commit, `notifyAll` or `close`, also one that came before the wait);
+    /// false when the wait ran out.
+    @discardableResult
+    public func wait(_ ticket: Ticket, seconds: Double) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            // nil: parked; otherwise the answer at once.
+            let answer: Bool? = state.withLock { state in
+                switch state.slots[ticket.account]?[ticket.id] {
+                case .armed?:
+                    state.slots[ticket.account]?[ticket.id] = .waiting(continuation)
+                    state.waitingCount += 1
+                    return nil
+                case .fired?:
+                    return true
+                case .waiting?, nil:
+                    return false
+                }
             }
-            guard parked else {
-                disarm(ticket)
-                continuation.resume()
+            guard let answer else {
+                timerQueue.asyncAfter(deadline: .now() + max(0, seconds)) { [self] in disarm(ticket) }
                 return
             }
-            timerQueue.asyncAfter(deadline: .now() + max(0, seconds)) { [self] in disarm(ticket) }
+            disarm(ticket)
+            continuation.resume(returning: answer)
         }
     }
 
     /// Wakes every poll of `account`.
     public func notify(_ account: AccountID) {
-        let continuations: [CheckedContinuation<Void, Never>] = state.withLock { state in
+        let continuations: [CheckedContinuation<Bool, Never>] = state.withLock { state in
             guard let slots = state.slots[account] else { return [] }
-            var woken: [CheckedContinuation<Void, Never>] = []
+            var woken: [CheckedContinuation<Bool, Never>] = []
             var remaining: [UInt64: Slot] = [:]
             for (id, slot) in slots {
                 switch slot {
@@ -98,7 +108,7 @@ public final class ChangeNotifier: Sendable {
             state.slots[account] = remaining.isEmpty ? nil : remaining
             return woken
         }
-        for continuation in continuations { continuation.resume() }
+        for continuation in continuations { continuation.resume(returning: true) }
     }
 
     /// Wakes every parked poll of every account (each then re-checks its

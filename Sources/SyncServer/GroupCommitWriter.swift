@@ -7,8 +7,12 @@ import SQLiteKit
 /// one fsync acknowledges many pushes. A write that throws rolls back its
 /// savepoint alone; a failed commit fails every write of the group.
 ///
+/// Between groups, and at least every `checkSeconds` when idle, the thread
+/// runs `check` on the connection (outside any transaction): the store uses
+/// it to notice commits made through other connections.
+///
 /// `@unchecked Sendable`: `connection` is used only on the writer thread;
-/// `pending`, `stopped` and `finished` are guarded by `condition`.
+/// `pending`, `stopped`, `finished` and `nextCheck` are guarded by `condition`.
 final class GroupCommitWriter: @unchecked Sendable {
     /// One queued write: `run` executes it inside the group's transaction and
     /// keeps its result; `finish` answers the caller once the commit is known
@@ -28,13 +32,23 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var pending: [Job] = []
     private var stopped = false
     private var finished = false
+    private var nextCheck = Date()
     private let groupWritesMax: Int
+    private let check: (Connection) -> Void
+    private let checkSeconds: Double
 
-    init(path: String, groupWritesMax: Int = 512, prepare: (Connection) throws -> Void) throws {
+    /// `prepare` runs on the caller's thread before the writer starts;
+    /// `check` only ever on the writer thread.
+    init(
+        path: String, groupWritesMax: Int = 512, checkSeconds: Double = 0.2, prepare: (Connection) throws -> Void,
+        check: @escaping (Connection) -> Void = { _ in }
+    ) throws {
         connection = try Connection(
             path: path, options: Connection.Options(mode: .readWriteCreate, synchronous: .full))
         try prepare(connection)
         self.groupWritesMax = groupWritesMax
+        self.check = check
+        self.checkSeconds = checkSeconds
         let thread = Thread { [self] in loop() }
         thread.name = "notesfs.server.writer"
         thread.start()
@@ -78,8 +92,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func loop() {
         while true {
             condition.lock()
-            while pending.isEmpty && !stopped { condition.wait() }
-            if pending.isEmpty {
+            while pending.isEmpty && !stopped && Date() < nextCheck { _ = condition.wait(until: nextCheck) }
+            if pending.isEmpty && stopped {
                 finished = true
                 condition.broadcast()
                 condition.unlock()
@@ -88,8 +102,12 @@ final class GroupCommitWriter: @unchecked Sendable {
             let count = min(pending.count, groupWritesMax)
             let group = Array(pending.prefix(count))
             pending.removeFirst(count)
+            let now = Date()
+            let checking = now >= nextCheck
+            if checking { nextCheck = now.addingTimeInterval(checkSeconds) }
             condition.unlock()
-            runGroup(group)
+            if checking { check(connection) }
+            if !group.isEmpty { runGroup(group) }
         }
     }
 
