@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -7,7 +6,8 @@ import Synchronization
 /// Use: `arm` a ticket, re-read the feed, and only if it is still empty
 /// `wait` on the ticket. A commit between `arm` and `wait` fires the ticket,
 /// so `wait` returns at once: no wake-up is ever lost. A waiting poll holds no
-/// thread (a continuation); its timeout is a timer on a shared queue.
+/// thread (a continuation); its timeout is a deadline on one shared timer
+/// thread (`WaitDeadlines`), and may end up to 10 ms early.
 public final class ChangeNotifier: Sendable {
     /// A parked or about-to-park poll.
     public struct Ticket: Sendable, Hashable {
@@ -28,20 +28,45 @@ public final class ChangeNotifier: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
-    private let timerQueue = DispatchQueue(label: "notesfs.server.longpoll-timers")
+    /// The state, in an object of its own so the timer thread reaches it without the notifier.
+    private final class Board: Sendable {
+        let state = Mutex(State())
 
-    public init() {}
+        /// Removes `ticket`; the continuation of a wait it ended, if any.
+        func remove(_ ticket: Ticket) -> CheckedContinuation<Bool, Never>? {
+            state.withLock { state in
+                guard let slot = state.slots[ticket.account]?.removeValue(forKey: ticket.id) else { return nil }
+                if state.slots[ticket.account]?.isEmpty == true { state.slots[ticket.account] = nil }
+                if case .waiting(let continuation) = slot {
+                    state.waitingCount -= 1
+                    return continuation
+                }
+                return nil
+            }
+        }
+    }
+
+    private let board: Board
+    private let deadlines: WaitDeadlines<Ticket>
+
+    public init() {
+        let board = Board()
+        self.board = board
+        deadlines = WaitDeadlines(label: "notesfs.server.longpoll-timers") { tickets in
+            // Ran out: each wait ends as timed out (a ticket already fired or dropped is gone).
+            for ticket in tickets { board.remove(ticket)?.resume(returning: false) }
+        }
+    }
 
     /// Long polls parked right now.
-    public var waitingCount: Int { state.withLock { $0.waitingCount } }
+    public var waitingCount: Int { board.state.withLock { $0.waitingCount } }
 
     /// True once `close()` ran: waits return at once from then on.
-    public var isClosed: Bool { state.withLock { $0.closed } }
+    public var isClosed: Bool { board.state.withLock { $0.closed } }
 
     /// Registers interest in `account`'s next commit.
     public func arm(_ account: AccountID) -> Ticket {
-        state.withLock { state in
+        board.state.withLock { state in
             state.nextID += 1
             state.slots[account, default: [:]][state.nextID] = state.closed ? .fired : .armed
             return Ticket(id: state.nextID, account: account)
@@ -50,16 +75,7 @@ public final class ChangeNotifier: Sendable {
 
     /// Drops a ticket that will not be waited on (or ends its wait as timed out).
     public func disarm(_ ticket: Ticket) {
-        let continuation: CheckedContinuation<Bool, Never>? = state.withLock { state in
-            guard let slot = state.slots[ticket.account]?.removeValue(forKey: ticket.id) else { return nil }
-            if state.slots[ticket.account]?.isEmpty == true { state.slots[ticket.account] = nil }
-            if case .waiting(let continuation) = slot {
-                state.waitingCount -= 1
-                return continuation
-            }
-            return nil
-        }
-        continuation?.resume(returning: false)
+        board.remove(ticket)?.resume(returning: false)
     }
 
     /// Waits until the account commits, `seconds` pass, or the notifier closes.
@@ -70,7 +86,7 @@ public final class ChangeNotifier: Sendable {
     public func wait(_ ticket: Ticket, seconds: Double) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             // nil: parked; otherwise the answer at once.
-            let answer: Bool? = state.withLock { state in
+            let answer: Bool? = board.state.withLock { state in
                 switch state.slots[ticket.account]?[ticket.id] {
                 case .armed?:
                     state.slots[ticket.account]?[ticket.id] = .waiting(continuation)
@@ -83,7 +99,7 @@ public final class ChangeNotifier: Sendable {
                 }
             }
             guard let answer else {
-                timerQueue.asyncAfter(deadline: .now() + max(0, seconds)) { [self] in disarm(ticket) }
+                deadlines.add(ticket, at: .now + .milliseconds(Int64(max(0, seconds) * 1_000)))
                 return
             }
             disarm(ticket)
@@ -93,7 +109,7 @@ public final class ChangeNotifier: Sendable {
 
     /// Wakes every poll of `account`.
     public func notify(_ account: AccountID) {
-        let continuations: [CheckedContinuation<Bool, Never>] = state.withLock { state in
+        let continuations: [CheckedContinuation<Bool, Never>] = board.state.withLock { state in
             guard let slots = state.slots[account] else { return [] }
             var woken: [CheckedContinuation<Bool, Never>] = []
             var remaining: [UInt64: Slot] = [:]
@@ -114,13 +130,13 @@ public final class ChangeNotifier: Sendable {
     /// Wakes every parked poll of every account (each then re-checks its
     /// token and parks again if it may).
     public func notifyAll() {
-        let accounts: [AccountID] = state.withLock { Array($0.slots.keys) }
+        let accounts: [AccountID] = board.state.withLock { Array($0.slots.keys) }
         for account in accounts { notify(account) }
     }
 
     /// Wakes every poll and makes later waits return at once (shutdown).
     public func close() {
-        let accounts: [AccountID] = state.withLock { state in
+        let accounts: [AccountID] = board.state.withLock { state in
             state.closed = true
             return Array(state.slots.keys)
         }
