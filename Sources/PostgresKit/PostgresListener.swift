@@ -38,7 +38,9 @@ public final class PostgresListener: Sendable {
         while !stopping.load(ordering: .acquiring) {
             if connection == nil {
                 do {
-                    let fresh = try PostgresConnection(conninfo: conninfo, applicationName: "notesfs-listener")
+                    // Keepalives: a listener that only reads would not notice its server's host dying.
+                    let fresh = try PostgresConnection(
+                        conninfo: conninfo, applicationName: "notesfs-listener", keepaliveIdleSeconds: 10)
                     try fresh.executeScript("LISTEN \(try fresh.quoteIdentifier(channel))")
                     connection = fresh
                     handler(nil)
