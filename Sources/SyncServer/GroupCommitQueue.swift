@@ -54,7 +54,7 @@ package final class GroupCommitQueue<Work>: @unchecked Sendable {
     private var stopped = false
     private var running = 0
     private var check: Check?
-    private var nextCheck = Date.distantFuture
+    private var nextCheck = Date()
     private let groupJobsMax: Int
 
     /// A queue taking at most `groupJobsMax` jobs into one group; `start` runs it.
@@ -121,7 +121,15 @@ package final class GroupCommitQueue<Work>: @unchecked Sendable {
     private func nextGroup() -> (group: [Job], check: Check?)? {
         condition.lock()
         defer { condition.unlock() }
-        while pending.isEmpty && !stopped && Date() < nextCheck { _ = condition.wait(until: nextCheck) }
+        while pending.isEmpty && !stopped {
+            guard check != nil else {
+                condition.wait()
+                continue
+            }
+            // Not `wait(until: .distantFuture)`: Foundation traps converting it.
+            guard Date() < nextCheck else { break }
+            _ = condition.wait(until: nextCheck)
+        }
         if pending.isEmpty && stopped {
             running -= 1
             condition.broadcast()
