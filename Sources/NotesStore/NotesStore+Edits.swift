@@ -9,13 +9,20 @@ extension NotesStore {
     func enqueue(
         _ db: Connection, kind: EntityKind, id: String, op: String, commit: inout StoreCommit
     ) throws {
+        commit.outboxChanged = true
+        // The same change already queued: the upsert below would change
+        // nothing. Skipping it (and the new change id) matters to the kernel's
+        // writes into a large note, thousands in a row.
+        let queued = try db.queryOne(
+            "SELECT op FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", kind.rawValue, id
+        ) { $0.string(0) }
+        guard queued != op else { return }
         try db.run(
             """
             INSERT INTO outbox(change_id, entity_kind, entity_id, op, state, created_ns)
             VALUES (?, ?, ?, ?, 'pending', ?)
             ON CONFLICT(entity_kind, entity_id) WHERE state = 'pending' DO UPDATE SET op = excluded.op
             """, ChangeID(newUUID()).description, kind.rawValue, id, op, now)
-        commit.outboxChanged = true
     }
 
     /// Drops the pending (never frozen) outbox row of an entity.
