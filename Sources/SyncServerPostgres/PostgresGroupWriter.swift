@@ -128,6 +128,37 @@ final class PostgresGroupWriter: @unchecked Sendable {
 
     // MARK: One group
 
+    /// Where one group is on its way to its end: the states of
+    /// docs/postgres.md, "The push path, as a state machine". The optimistic
+    /// path goes probe → prefetch → run → write → committed; the isolated
+    /// one, isolated → committed; a failure anywhere goes to rolled back,
+    /// which decides between running again, isolating and failing.
+    private enum GroupState {
+        /// Take the writer's connection, or make one.
+        case connect
+        /// Every body's dry run, stopped at its lookups: which change ids
+        /// and entity rows the group will ask for.
+        case probe(PostgresConnection)
+        /// Pipeline 1: `BEGIN`, the account locks, the rows the probe named.
+        case prefetch(PostgresConnection, Probe)
+        /// Every body for real against the prefetched rows and the overlay.
+        case run(PostgresConnection, PostgresGroupOverlay)
+        /// Pipeline 2: the group's one write statement, then `COMMIT`.
+        case write(PostgresConnection, PostgresGroupOverlay)
+        /// Each push in its own savepoint, written at once.
+        case isolated(PostgresConnection)
+        /// Nothing of the group stayed.
+        case rolledBack(PostgresConnection?, any Error)
+        /// `COMMIT` returned; these accounts got new versions.
+        case committed([AccountID])
+    }
+
+    /// What the probe learned: the change ids and entity rows each push asks for.
+    private struct Probe {
+        var changeIds: [(AccountID, [ChangeID])] = []
+        var refs: [(AccountID, [EntityRef])] = []
+    }
+
     /// Runs one group to its end: committed (returning the notification of
     /// other processes, to send once every push is answered) or failed
     /// (throwing the error every push of the group gets).
@@ -136,51 +167,81 @@ final class PostgresGroupWriter: @unchecked Sendable {
         let jobs = arrived.enumerated()
             .sorted { ($0.element.work.account.rawValue, $0.offset) < ($1.element.work.account.rawValue, $1.offset) }
             .map(\.element)
-        var isolated = false
-        var attempt = 0
+        var isolating = false
+        var attempt = 1
         var reconnected = false
+        var state = GroupState.connect
         while true {
-            attempt += 1
-            var current: PostgresConnection?
-            do {
-                let open: PostgresConnection
-                if let connection {
-                    open = connection
-                } else {
-                    open = try PostgresConnection(
-                        conninfo: conninfo, applicationName: "notesfs-writer", settings: settings)
+            switch state {
+            case .connect:
+                do {
+                    let open =
+                        try connection
+                        ?? PostgresConnection(conninfo: conninfo, applicationName: "notesfs-writer", settings: settings)
                     connection = open
+                    state = isolating ? .isolated(open) : .probe(open)
+                } catch {
+                    state = .rolledBack(nil, error)
                 }
-                current = open
-                let applied = isolated ? try runIsolated(jobs, open) : try runOptimistic(jobs, open)
-                let commits = Self.commits(applied: applied, jobs)
-                return commits.isEmpty ? nil : { [onCommit] in onCommit(commits) }
-            } catch let error as NeedsIsolation {
-                current?.rollbackQuietly()
-                if current?.isBroken == true { connection = nil }
-                guard !isolated else {
-                    throw PostgresServerStore.storeError(error.cause)
+            case .probe(let open):
+                state = .prefetch(open, Self.probe(jobs, open))
+            case .prefetch(let open, let probe):
+                do {
+                    state = .run(open, try Self.prefetch(jobs, probe, open))
+                } catch {
+                    state = .rolledBack(open, error)
                 }
-                isolated = true
-                attempt -= 1
-            } catch {
-                current?.rollbackQuietly()
-                let postgres = error as? PostgresError
-                if postgres?.isRetryableTransaction == true && attempt < attemptsMax {
-                    usleep(UInt32.random(in: 1_000...(5_000 * UInt32(attempt))))
+            case .run(let open, let overlay):
+                do {
+                    try Self.runBodies(jobs, overlay, open)
+                    state = .write(open, overlay)
+                } catch {
+                    state = .rolledBack(open, error)
+                }
+            case .write(let open, let overlay):
+                do {
+                    _ = try open.pipeline([overlay.writeStatement(), PostgresConnection.Statement("COMMIT")].compactMap { $0 })
+                    state = .committed(overlay.appliedAccounts)
+                } catch {
+                    // A failed COMMIT fails the group; a failed write means
+                    // COMMIT did not run: isolate the pushes.
+                    state = .rolledBack(open, error.sql == "COMMIT" ? error : Self.isolatingUnlessRetryable(error))
+                }
+            case .isolated(let open):
+                do {
+                    state = .committed(try runIsolated(jobs, open))
+                } catch {
+                    state = .rolledBack(open, error)
+                }
+            case .rolledBack(let open, let error):
+                open?.rollbackQuietly()
+                if open?.isBroken == true { connection = nil }
+                if let error = error as? NeedsIsolation {
+                    // Isolating is not an attempt of its own.
+                    guard !isolating else { throw PostgresServerStore.storeError(error.cause) }
+                    isolating = true
+                    state = .connect
                     continue
                 }
-                if current?.isBroken == true {
-                    connection = nil
-                    // Once more on a fresh connection: safe even if the lost
-                    // COMMIT went through (the rerun finds every change id
-                    // remembered and returns the first answers).
-                    if !reconnected {
-                        reconnected = true
-                        continue
-                    }
+                if (error as? PostgresError)?.isRetryableTransaction == true && attempt < attemptsMax {
+                    attempt += 1
+                    usleep(UInt32.random(in: 1_000...(5_000 * UInt32(attempt - 1))))
+                    state = .connect
+                    continue
+                }
+                // Once more on a fresh connection: safe even if the lost
+                // COMMIT went through (the rerun finds every change id
+                // remembered and returns the first answers).
+                if open?.isBroken == true && !reconnected {
+                    reconnected = true
+                    attempt += 1
+                    state = .connect
+                    continue
                 }
                 throw PostgresServerStore.storeError(error)
+            case .committed(let applied):
+                let commits = Self.commits(applied: applied, jobs)
+                return commits.isEmpty ? nil : { [onCommit] in onCommit(commits) }
             }
         }
     }
@@ -219,43 +280,58 @@ final class PostgresGroupWriter: @unchecked Sendable {
         return counters
     }
 
-    /// The fast path, two round trips for the whole group:
-    /// `BEGIN`, account locks, idempotency rows and entity locks in one
-    /// pipeline; the pushes in memory; the write statement and `COMMIT` in
-    /// a second. Returns the accounts that got new versions.
-    private func runOptimistic(_ jobs: [Job], _ connection: PostgresConnection) throws -> [AccountID] {
-        // A dry run of every body, stopped at its entity lookup, learns which
-        // change ids and entity rows it will ask for (all its rows, even of
-        // changes that turn out to be replays: locking a row of an account
-        // already locked costs little).
+    /// The optimistic path's probe: a dry run of every body, stopped at its
+    /// entity lookup, learns which change ids and entity rows it will ask
+    /// for (all its rows, even of changes that turn out to be replays:
+    /// locking a row of an account already locked costs little).
+    private static func probe(_ jobs: [Job], _ connection: PostgresConnection) -> Probe {
         let probeGroup = PostgresGroupOverlay(counters: [:])
-        var asked: [(AccountID, [ChangeID])] = []
-        var wanted: [(AccountID, [EntityRef])] = []
+        var probe = Probe()
         for job in jobs {
-            let probe = PostgresGroupPushTransaction(
+            let dryRun = PostgresGroupPushTransaction(
                 connection: connection, account: job.work.account, group: probeGroup, stage: .probe)
-            _ = job.work.run(probe)
-            asked.append((job.work.account, probe.askedChangeIds))
-            wanted.append((job.work.account, probe.askedRefs))
+            _ = job.work.run(dryRun)
+            probe.changeIds.append((job.work.account, dryRun.askedChangeIds))
+            probe.refs.append((job.work.account, dryRun.askedRefs))
         }
+        return probe
+    }
+
+    /// Pipeline 1, the first of the optimistic path's two round trips:
+    /// `BEGIN`, the account locks, and the rows the probe named, read into
+    /// a new overlay.
+    private static func prefetch(
+        _ jobs: [Job], _ probe: Probe, _ connection: PostgresConnection
+    ) throws -> PostgresGroupOverlay {
         let overlay = PostgresGroupOverlay(counters: [:])
-        var statements = [PostgresConnection.Statement("BEGIN"), Self.lockAccountsStatement(jobs)]
-        let recordsStatement = overlay.prefetchRecordsStatement(asked)
-        let entitiesStatement = overlay.prefetchEntitiesStatement(wanted)
+        var statements = [PostgresConnection.Statement("BEGIN"), lockAccountsStatement(jobs)]
+        let recordsStatement = overlay.prefetchRecordsStatement(probe.changeIds)
+        let entitiesStatement = overlay.prefetchEntitiesStatement(probe.refs)
         statements += [recordsStatement, entitiesStatement].compactMap { $0 }
         let results: [PostgresResult]
         do {
             results = try connection.pipeline(statements)
         } catch {
-            throw Self.isolatingUnlessRetryable(error)
+            throw isolatingUnlessRetryable(error)
         }
-        overlay.counters = try Self.counters(results[1])
+        overlay.counters = try counters(results[1])
         var next = 2
         if recordsStatement != nil {
             try overlay.readRecords(results[next])
             next += 1
         }
         if entitiesStatement != nil { try overlay.readEntities(results[next]) }
+        return overlay
+    }
+
+    /// Every push body for real, its writes kept in `overlay`. A push whose
+    /// body threw without a failed statement has sent nothing and is
+    /// dropped alone; a deadlock, serialization failure or lost connection
+    /// is thrown as it is (rerun the group); any other failed statement
+    /// asks for isolation.
+    private static func runBodies(
+        _ jobs: [Job], _ overlay: PostgresGroupOverlay, _ connection: PostgresConnection
+    ) throws {
         for job in jobs {
             let transaction = PostgresGroupPushTransaction(
                 connection: connection, account: job.work.account, group: overlay, stage: .run)
@@ -263,25 +339,13 @@ final class PostgresGroupWriter: @unchecked Sendable {
                 if let error = error as? PostgresError, error.isRetryableTransaction || error.isUnavailable {
                     throw error
                 }
-                // A statement failed (the transaction is aborted) or a
-                // body error came with one: isolate the pushes.
                 if error is PostgresError || connection.isInFailedTransaction {
                     throw NeedsIsolation(cause: error)
                 }
-                continue  // nothing of this push was sent: it is dropped alone
+                continue
             }
             overlay.merge(transaction)
         }
-        let write = overlay.writeStatement()
-        do {
-            _ = try connection.pipeline([write, PostgresConnection.Statement("COMMIT")].compactMap { $0 })
-        } catch {
-            // A failed COMMIT fails the group; a failed write means COMMIT
-            // did not run: isolate the pushes.
-            if error.sql == "COMMIT" { throw error }
-            throw Self.isolatingUnlessRetryable(error)
-        }
-        return overlay.appliedAccounts
     }
 
     /// `error` itself when rerunning the group as it is may work (deadlock,
