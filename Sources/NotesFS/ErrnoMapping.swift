@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 /// The one place where errors become errno values for the kernel.

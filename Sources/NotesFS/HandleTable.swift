@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import Synchronization
 
 /// Open files and directories, by the handle number given to the kernel.

@@ -1,9 +1,12 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 // Extended attributes: user.notesfs.id, .state and .version.
 extension NotesFileSystem {
     static let attributePrefix = "user.notesfs."
+    /// Every other name is answered by the binding without asking (`getxattr`).
+    static let attributeFilter = ExtendedAttributeFilter(keptPrefix: attributePrefix)
     static let idAttribute = "user.notesfs.id"
     static let stateAttribute = "user.notesfs.state"
     static let versionAttribute = "user.notesfs.version"

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 // Files: open, create, read, write, fsync, release.
@@ -176,13 +177,6 @@ extension NotesFileSystem {
         snapshot.content.replaceSubrange(
             snapshot.content.startIndex + Int(offset)..<snapshot.content.startIndex + end, with: data)
         snapshot.attributes.size = UInt64(snapshot.content.count)
-    }
-
-    public func flush(inode: UInt64, handle: UInt64) throws {
-        // Every write is already committed; nothing is buffered here. A close
-        // (flush comes even for files opened without an open request) lets an
-        // edit of a synced note go out at once.
-        if !ControlDirectory.owns(inode) { hooks.fileClosed() }
     }
 
     public func release(inode: UInt64, handle: UInt64) {

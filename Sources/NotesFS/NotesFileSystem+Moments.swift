@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 
 extension ControlDirectory.Node {
     /// True for `.notesfs/at`, its README and everything in a moment.

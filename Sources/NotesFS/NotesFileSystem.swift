@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesModel
 import NotesStore
 import Synchronization
@@ -200,7 +201,23 @@ public final class NotesFileSystem: FileSystemOperations {
         }
     }
 
-    public func getAttributes(inode: UInt64, handle: UInt64?) throws -> FileAttributes {
+    public func errorNumber(for error: any Error) -> Int32 {
+        ErrnoMapping.code(for: error)
+    }
+
+    public func getAttributes(inode: UInt64, handle: UInt64?) throws -> AttributeReply {
+        AttributeReply(
+            attributes: try currentAttributes(inode: inode, handle: handle),
+            timeoutSeconds: CacheTimeouts.attributeSeconds(of: inode))
+    }
+
+    public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> AttributeReply {
+        AttributeReply(
+            attributes: try applyAttributeChanges(inode: inode, changes: changes, handle: handle),
+            timeoutSeconds: CacheTimeouts.attributeSeconds(of: inode))
+    }
+
+    func currentAttributes(inode: UInt64, handle: UInt64?) throws -> FileAttributes {
         if let node = ControlDirectory.node(forInode: inode) {
             return try controlAttributes(node, inode: inode)
         }
@@ -222,7 +239,7 @@ public final class NotesFileSystem: FileSystemOperations {
         return attributes(entry, inode: inode)
     }
 
-    public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
+    func applyAttributeChanges(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
         // Every entry belongs to the user running the mount: a chown to
         // anyone else cannot be kept (checked first, so nothing else of the
         // request is applied), one that changes nothing succeeds. Nothing

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 import Synchronization
 
@@ -42,11 +43,19 @@ public final class NotesMount: Sendable {
         self.fileSystem = fileSystem
         let safeSource = sourceName.contains(",") || sourceName.contains("\\") ? "notesfs" : sourceName
         let options = ["fsname=\(safeSource)", "subtype=notesfs", "default_permissions"]
-        let mounter = try Mounter(mountpoint: mountpoint, operations: fileSystem, log: log, options: options)
+        let settings = FuseSettings(
+            skipsFileOpens: ProcessInfo.processInfo.environment[Self.openRequestsVariable] != "1",
+            attributeFilter: NotesFileSystem.attributeFilter)
+        let mounter = try Mounter(
+            mountpoint: mountpoint, operations: fileSystem, settings: settings, log: log, options: options)
         mounterBox.set(mounter)
         self.mounter = mounter
         observerID = Self.observe(tree, fileSystem: fileSystem, invalidations: invalidations)
     }
+
+    /// `NOTESFS_OPEN_REQUESTS=1` keeps open/release requests for files (for
+    /// comparison and debugging); by default the kernel skips them.
+    static let openRequestsVariable = "NOTESFS_OPEN_REQUESTS"
 
     /// Queues, after each commit, the invalidations of what the kernel may
     /// hold of it (shared with `UnmountedFileSystem`). Returns the observer id.

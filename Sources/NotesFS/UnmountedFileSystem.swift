@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 /// The mount's request handling with no kernel attached: the same

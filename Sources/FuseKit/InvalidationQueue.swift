@@ -12,7 +12,7 @@ public enum Invalidation: Hashable, Sendable {
 /// A bounded queue of kernel cache invalidations, drained by one dedicated
 /// thread that holds no store lock.
 ///
-/// Store observers enqueue after a commit; the thread sends
+/// The file system enqueues after a change; the thread sends
 /// `fuse_lowlevel_notify_inval_*`. Nothing here ever runs inside a FUSE request
 /// handler, where a notification can deadlock against the kernel's page locks
 /// (DESIGN.md). When the queue is full, further items are dropped and counted:
@@ -99,8 +99,8 @@ public final class InvalidationQueue: Sendable {
     }
 
     /// Takes every waiting invalidation without sending it: for an owner that
-    /// never started the thread and delivers them itself (`UnmountedFileSystem`).
-    func takePending() -> [Invalidation] {
+    /// never started the thread and delivers them itself (a kernel stand-in).
+    public func takePending() -> [Invalidation] {
         state.withLock { state in
             let batch = state.pending
             state.pending.removeAll(keepingCapacity: true)
