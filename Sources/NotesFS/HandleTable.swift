@@ -90,6 +90,21 @@ final class HandleTable: Sendable {
         }
     }
 
+    /// The attributes of the lowest-numbered detached handle on `inode`, if
+    /// any: what `fstat` of an unlinked file shows, since Linux sends its
+    /// getattr without a handle.
+    func detachedAttributes(ofInode inode: UInt64) -> FileAttributes? {
+        state.withLock { state in
+            var found: (number: UInt64, attributes: FileAttributes)?
+            for (number, handle) in state.handles {
+                guard case .file(let open, _, let snapshot?) = handle, open == inode else { continue }
+                if let current = found, current.number < number { continue }
+                found = (number, snapshot.attributes)
+            }
+            return found?.attributes
+        }
+    }
+
     /// Changes a detached handle's bytes (writes and truncation through it).
     func updateSnapshot(_ number: UInt64, _ change: (inout Snapshot) -> Void) -> Snapshot? {
         state.withLock { state in

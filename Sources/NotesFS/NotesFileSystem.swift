@@ -225,7 +225,15 @@ public final class NotesFileSystem: FileSystemOperations {
             return snapshot.attributes
         }
         if let snapshot = inodes.snapshot(of: inode) { return snapshot.attributes }
-        let ref = try resolve(inode)
+        let ref: EntryRef
+        do {
+            ref = try resolve(inode)
+        } catch let error as FileSystemError where error == .notFound {
+            // Detached while open (with open requests): the bytes live with
+            // the handles, and `fstat` sends none (Linux's getattr never does).
+            if let attributes = handles.detachedAttributes(ofInode: inode) { return attributes }
+            throw error
+        }
         guard case .folder = ref else {
             let view = tree.kernelViewGeneration
             guard let entry = try tree.entry(for: ref) else { throw FileSystemError.notFound }
