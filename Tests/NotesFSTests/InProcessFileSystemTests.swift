@@ -125,7 +125,7 @@ let inProcessSaves: [InProcessSave] = [
         expected: ["/note.md": "rewritten\n", "/dir/other.md": other], keepsID: "/note.md"),
 ]
 
-/// The file-system rules, through the real `NotesFileSystem` over a real
+/// The file-system rules, through the real file system over a real
 /// store, driven the way the kernel drives it (`InProcessKernel`), with no
 /// mount: each test takes milliseconds. The real-mount suites check the
 /// same rules through the kernel and real tools.

@@ -5,7 +5,7 @@ import NotesStore
 @testable import NotesFS
 
 /// The Linux FUSE client, in process: system calls by path, turned into the
-/// requests the kernel sends to a real `NotesFileSystem` over a real store,
+/// requests the kernel sends to the real file system over a real store,
 /// with no `/dev/fuse` (swift-nio's `EmbeddedChannel`, for the file system).
 ///
 /// What it does as the kernel does: a path walk looks up each component and
@@ -70,16 +70,12 @@ final class InProcessKernel {
     // MARK: Requests
 
     /// One request, marked as the kernel's own; errors become their errno.
-    func request<T>(changingNamesIn directories: [UInt64] = [], _ body: (NotesFileSystem) throws -> T) throws
+    func request<T>(changingNamesIn directories: [UInt64] = [], _ body: (any FileSystemOperations) throws -> T) throws
         -> T
     {
         defer { collectInvalidations() }
         do {
-            return try mount.request(changingNamesIn: directories) { operations in
-                // The double stands in front of the one file system there is.
-                guard let fileSystem = operations as? NotesFileSystem else { throw FileSystemError.io }
-                return try body(fileSystem)
-            }
+            return try mount.request(changingNamesIn: directories, body)
         } catch let error as FileSystemError {
             throw error
         } catch {
