@@ -82,7 +82,9 @@ public final class FileSystemRouter: FileSystemOperations {
         return try notes.makeNode(parent: parent, name: name, mode: mode, context: context)
     }
 
-    public func makeDirectory(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
+    public func makeDirectory(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws
+        -> EntryReply
+    {
         if Self.isControl(parent, name) { try control.makeDirectory(parent: parent) }
         return try notes.makeDirectory(parent: parent, name: name, mode: mode, context: context)
     }
@@ -115,7 +117,9 @@ public final class FileSystemRouter: FileSystemOperations {
     }
 
     public func link(inode: UInt64, newParent: UInt64, newName: String) throws -> EntryReply {
-        if Self.isControl(inode) || Self.isControl(newParent, newName) { try control.refuseChange(in: inode, newParent) }
+        if Self.isControl(inode) || Self.isControl(newParent, newName) {
+            try control.refuseChange(in: inode, newParent)
+        }
         return try notes.link(inode: inode, newParent: newParent, newName: newName)
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import FuseKit
 import NotesStore
 import Synchronization
 
