@@ -59,13 +59,15 @@ let package = Package(
         .target(name: "SyncServerPostgres", dependencies: ["SyncServer", "SyncProtocol", "NotesModel", "PostgresKit"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "SyncServer", "SyncProtocol"]),
         .target(name: "SyncEngine", dependencies: ["NotesStore", "NotesModel", "SyncProtocol", "CCurl"]),
-        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "CFuse", "ProcessKit"]),
+        // The libfuse binding: session, callback table, replies, mounting; no notes knowledge.
+        .target(name: "FuseKit", dependencies: ["CFuse", "ProcessKit"]),
+        .target(name: "NotesFS", dependencies: ["NotesStore", "NotesModel", "FuseKit"]),
 
         // MARK: The command
         .executableTarget(
             name: "notesfs",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesFS", "SyncProtocol", "SyncServer", "SyncServerSQLite",
+                "NotesModel", "NotesStore", "NotesFS", "FuseKit", "SyncProtocol", "SyncServer", "SyncServerSQLite",
                 "SyncServerPostgres", "HTTPServer", "SyncEngine", "PostgresKit", "ProcessKit",
             ]
         ),
@@ -82,8 +84,8 @@ let package = Package(
         .target(
             name: "NotesSimulation",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesFS", "SQLiteKit", "SyncEngine", "SyncProtocol", "SyncServer",
-                "SyncServerSQLite",
+                "NotesModel", "NotesStore", "NotesFS", "FuseKit", "SQLiteKit", "SyncEngine", "SyncProtocol",
+                "SyncServer", "SyncServerSQLite",
             ]
         ),
         .executableTarget(
@@ -143,7 +145,7 @@ let package = Package(
         .testTarget(name: "InstallTests", dependencies: ["TestSupport", "ProcessKit"]),
         .testTarget(
             name: "NotesFSTests",
-            dependencies: ["NotesFS", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
+            dependencies: ["NotesFS", "FuseKit", "NotesStore", "NotesModel", "SQLiteKit", "TestSupport"]
         ),
         .testTarget(name: "DocumentationTests"),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesModel
 import NotesStore
 
@@ -112,5 +113,22 @@ extension ControlDirectory {
                 reply: reply(attributes))
             guard add(entry) else { return }
         }
+    }
+}
+
+extension ControlDirectory.Node {
+    /// True for `.notesfs/at`, its README and everything in a moment.
+    var isInMoments: Bool {
+        switch self {
+        case .at, .atReadme, .moment: true
+        default: false
+        }
+    }
+}
+
+extension ControlDirectory {
+    /// True when `inode` is `.notesfs/at` or inside it.
+    static func isInMoments(_ inode: UInt64) -> Bool {
+        node(forInode: inode)?.isInMoments ?? false
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesModel
 import NotesStore
 

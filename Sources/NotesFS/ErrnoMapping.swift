@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 /// The one place where errors become errno values for the kernel.
@@ -74,4 +75,20 @@ enum CacheTimeouts {
     }
     /// Negative lookups (name not found) are cached briefly.
     static let negativeEntrySeconds = 1.0
+
+    /// An entry the kernel may cache for the usual timeouts.
+    static func entryReply(_ attributes: FileAttributes) -> EntryReply {
+        EntryReply(
+            attributes: attributes, generation: 1, entryTimeoutSeconds: entrySeconds,
+            attributeTimeoutSeconds: attributeSeconds)
+    }
+
+    /// A negative entry: the kernel caches "no such name" briefly.
+    static func negativeEntryReply() -> EntryReply {
+        EntryReply(
+            attributes: FileAttributes(
+                inode: 0, kind: .regular, size: 0, permissions: 0, uid: 0, gid: 0, accessTimeNanoseconds: 0,
+                modificationTimeNanoseconds: 0, changeTimeNanoseconds: 0),
+            generation: 0, entryTimeoutSeconds: negativeEntrySeconds, attributeTimeoutSeconds: 0)
+    }
 }

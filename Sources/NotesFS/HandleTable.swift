@@ -1,7 +1,10 @@
 import Foundation
+import FuseKit
 import Synchronization
 
-/// Open files and directories, by the handle number given to the kernel.
+/// The mount's one model of open files: whether the kernel opens files
+/// without asking, and the open files and directories, by the handle number
+/// given to the kernel (notes, local files and control files alike).
 final class HandleTable: Sendable {
     /// At most this many handles are open at once; more fail with ENFILE.
     static let openHandlesMax = 1 << 20
@@ -30,6 +33,17 @@ final class HandleTable: Sendable {
     }
 
     private let state = Mutex(State())
+    private let skipsOpens = Atomic<Bool>(false)
+
+    /// True once the kernel agreed to open files without asking (set when
+    /// the connection is up): no file handles exist then, detached inodes
+    /// keep their bytes in the inode table, and control files are generated
+    /// per read.
+    var opensAreSkipped: Bool { skipsOpens.load(ordering: .acquiring) }
+
+    func setOpensAreSkipped(_ skipped: Bool) {
+        skipsOpens.store(skipped, ordering: .releasing)
+    }
 
     /// `view` is the store's `kernelViewGeneration` read before the open: a
     /// write through the handle is judged against it.
@@ -86,6 +100,21 @@ final class HandleTable: Sendable {
                     state.handles[number] = .file(inode: open, flags: flags, snapshot: snapshot)
                 }
             }
+        }
+    }
+
+    /// The attributes of the lowest-numbered detached handle on `inode`, if
+    /// any: what `fstat` of an unlinked file shows, since Linux sends its
+    /// getattr without a handle.
+    func detachedAttributes(ofInode inode: UInt64) -> FileAttributes? {
+        state.withLock { state in
+            var found: (number: UInt64, attributes: FileAttributes)?
+            for (number, handle) in state.handles {
+                guard case .file(let open, _, let snapshot?) = handle, open == inode else { continue }
+                if let current = found, current.number < number { continue }
+                found = (number, snapshot.attributes)
+            }
+            return found?.attributes
         }
     }
 

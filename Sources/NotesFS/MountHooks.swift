@@ -49,5 +49,5 @@ public final class MountHooks: Sendable {
 
 extension NotesMount {
     /// The hooks of this mount's file system.
-    public var hooks: MountHooks { fileSystem.hooks }
+    public var hooks: MountHooks { router.notes.hooks }
 }

@@ -1,19 +1,20 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 // Extended attributes: user.notesfs.id, .state and .version.
 extension NotesFileSystem {
     static let attributePrefix = "user.notesfs."
+    /// Every other name is answered by the binding without asking (`getxattr`).
+    static let attributeFilter = ExtendedAttributeFilter(keptPrefix: attributePrefix)
     static let idAttribute = "user.notesfs.id"
     static let stateAttribute = "user.notesfs.state"
     static let versionAttribute = "user.notesfs.version"
 
-    public func extendedAttribute(inode: UInt64, name: String) throws -> [UInt8] {
+    func extendedAttribute(inode: UInt64, name: String) throws -> [UInt8] {
         // Everything else (security.capability before every write, ACLs) is
         // answered here without touching the database.
-        guard name.hasPrefix(Self.attributePrefix), !ControlDirectory.owns(inode) else {
-            throw FileSystemError.noData
-        }
+        guard name.hasPrefix(Self.attributePrefix) else { throw FileSystemError.noData }
         let info = try tree.syncInfo(for: try resolve(inode))
         switch name {
         case Self.idAttribute:
@@ -29,8 +30,7 @@ extension NotesFileSystem {
         }
     }
 
-    public func extendedAttributeNames(inode: UInt64) throws -> [String] {
-        guard !ControlDirectory.owns(inode) else { return [] }
+    func extendedAttributeNames(inode: UInt64) throws -> [String] {
         let info = try tree.syncInfo(for: try resolve(inode))
         var names: [String] = []
         if !info.id.isEmpty { names.append(Self.idAttribute) }
@@ -39,15 +39,13 @@ extension NotesFileSystem {
         return names
     }
 
-    public func setExtendedAttribute(inode: UInt64, name: String, value: [UInt8], flags: Int32) throws {
-        try refuseChangeInMoments(inode)
+    func setExtendedAttribute(inode: UInt64, name: String, value: [UInt8], flags: Int32) throws {
         // Restoring a backup with `rsync -aX` sets these: accepted, and ignored.
         guard name.hasPrefix(Self.attributePrefix) else { throw FileSystemError.notSupported }
         _ = try resolve(inode)
     }
 
-    public func removeExtendedAttribute(inode: UInt64, name: String) throws {
-        try refuseChangeInMoments(inode)
+    func removeExtendedAttribute(inode: UInt64, name: String) throws {
         guard name.hasPrefix(Self.attributePrefix) else { throw FileSystemError.noData }
     }
 }

@@ -1,24 +1,17 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 // Directories: mkdir, rmdir, unlink, rename, listings.
 extension NotesFileSystem {
-    public func makeDirectory(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
-        try refuseChangeInMoments(parent)
-        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
-            throw FileSystemError.exists
-        }
+    func makeDirectory(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
         let view = tree.kernelViewGeneration
         let entry = try tree.makeDirectory(
             in: try directory(parent), name: name, mode: mode & 0o7777 & ~context.umask)
         return try handOut(entry, view: view)
     }
 
-    public func removeFile(parent: UInt64, name: String) throws {
-        try refuseChangeInMoments(parent)
-        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
-            throw FileSystemError.notPermitted
-        }
+    func removeFile(parent: UInt64, name: String) throws {
         let directory = try directory(parent)
         guard let entry = try tree.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
         guard entry.kind != .directory else { throw FileSystemError.isADirectory }
@@ -38,11 +31,7 @@ extension NotesFileSystem {
         if let inode = inodes.inode(for: entry.ref) { inodes.clearSnapshot(inode) }
     }
 
-    public func removeDirectory(parent: UInt64, name: String) throws {
-        try refuseChangeInMoments(parent)
-        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
-            throw FileSystemError.notPermitted
-        }
+    func removeDirectory(parent: UInt64, name: String) throws {
         let directory = try directory(parent)
         guard let entry = try tree.lookup(in: directory, name: name) else { throw FileSystemError.notFound }
         guard entry.kind == .directory else { throw FileSystemError.notADirectory }
@@ -50,23 +39,18 @@ extension NotesFileSystem {
         if let inode = inodes.inode(for: entry.ref) { inodes.detach(inode) }
     }
 
-    public func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) throws {
-        try refuseChangeInMoments(parent, newParent)
+    /// Refuses what no rename here can do: swapping two names
+    /// (`RENAME_EXCHANGE`, logged) and flags other than `RENAME_NOREPLACE`.
+    func checkRenameFlags(_ flags: RenameFlags, name: String) throws {
         if flags.exchange {
             log.info("refused rename with RENAME_EXCHANGE of '\(name)': notes cannot swap places atomically")
             throw FileSystemError.invalid
         }
         guard flags.rawValue & ~RenameFlags.noReplace == 0 else { throw FileSystemError.invalid }
-        if let source = control.child(ofInode: parent, name: name), source.isInTrash {
-            try moveOutOfTrash(source, name: name, newParent: newParent, newName: newName)
-            return
-        }
-        if ControlDirectory.owns(parent) || ControlDirectory.owns(newParent)
-            || control.child(ofInode: parent, name: name) != nil
-            || control.child(ofInode: newParent, name: newName) != nil
-        {
-            throw FileSystemError.notPermitted
-        }
+    }
+
+    func rename(parent: UInt64, name: String, newParent: UInt64, newName: String, flags: RenameFlags) throws {
+        try checkRenameFlags(flags, name: name)
         let from = try directory(parent)
         let to = try directory(newParent)
         var preserved: UInt64?
@@ -95,11 +79,7 @@ extension NotesFileSystem {
         if let preserved { inodes.clearSnapshot(preserved) }
     }
 
-    public func openDirectory(inode: UInt64) throws -> OpenReply {
-        if ControlDirectory.owns(inode) {
-            // Generated listings (history) change without notice: never cached.
-            return OpenReply(handle: try handles.open(.directory(inode: inode)), keepCache: false, directIO: true)
-        }
+    func openDirectory(inode: UInt64) throws -> OpenReply {
         guard try resolve(inode).directory != nil else { throw FileSystemError.notADirectory }
         let handle = try handles.open(.directory(inode: inode))
         guard Self.cachesListings else { return OpenReply(handle: handle, keepCache: false, directIO: true) }
@@ -120,25 +100,20 @@ extension NotesFileSystem {
     /// either way.
     static let cachesListings = false
 
-    public func releaseDirectory(inode: UInt64, handle: UInt64) {
+    func releaseDirectory(inode: UInt64, handle: UInt64) {
         handles.close(handle)
     }
 
-    public func fsyncDirectory(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
+    func fsyncDirectory(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
         try tree.durableSync()
     }
 
     /// Offsets: 1 is `.`, 2 is `..`, and an entry's offset is its store cookie + 2.
     static let cookieOffsetBase: Int64 = 2
 
-    public func readDirectory(
+    func readDirectory(
         inode: UInt64, handle: UInt64, offset: Int64, plus: Bool, add: (DirectoryEntry) -> Bool
     ) throws {
-        if ControlDirectory.owns(inode) {
-            try control.list(
-                directoryInode: inode, offset: offset, uid: ownerUID, gid: ownerGID, reply: reply, add: add)
-            return
-        }
         let ref = try resolve(inode)
         guard let directory = ref.directory else { throw FileSystemError.notADirectory }
         let selfAttributes = FileAttributes(

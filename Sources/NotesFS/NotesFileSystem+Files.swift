@@ -1,21 +1,11 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 // Files: open, create, read, write, fsync, release.
 extension NotesFileSystem {
-    public func open(inode: UInt64, flags: OpenFlags) throws -> OpenReply {
-        if opensAreSkipped {
-            // The first open of a file after the kernel offered to skip opens:
-            // ENOSYS makes it succeed in the kernel and stop sending open and
-            // release for files (pages kept; O_TRUNC arrives as a setattr).
-            throw FileSystemError(ENOSYS)
-        }
-        if let node = ControlDirectory.node(forInode: inode) {
-            guard !flags.canWrite else { throw node.isInMoments ? Self.readOnly : FileSystemError.accessDenied }
-            let content = try control.content(node)
-            let handle = try handles.open(.generated(inode: inode, content: content))
-            return OpenReply(handle: handle, keepCache: false, directIO: true)
-        }
+    func open(inode: UInt64, flags: OpenFlags) throws -> OpenReply {
+        if opensAreSkipped { throw Self.opensSkipped }
         let view = tree.kernelViewGeneration
         if !(flags.truncate && flags.canWrite), inodes.ref(for: inode) != nil {
             // The common case answers from memory: the kernel only opens
@@ -46,13 +36,14 @@ extension NotesFileSystem {
         return OpenReply(handle: handle, keepCache: keepCache, directIO: false)
     }
 
-    public func create(parent: UInt64, name: String, mode: UInt32, flags: OpenFlags, context: RequestContext) throws
+    /// The first open of a file after the kernel offered to skip opens:
+    /// ENOSYS makes it succeed in the kernel and stop sending open and release
+    /// for files (pages kept; O_TRUNC arrives as a setattr).
+    static let opensSkipped = FileSystemError(ENOSYS)
+
+    func create(parent: UInt64, name: String, mode: UInt32, flags: OpenFlags, context: RequestContext) throws
         -> (EntryReply, OpenReply)
     {
-        try refuseChangeInMoments(parent)
-        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
-            throw FileSystemError.notPermitted
-        }
         let directory = try directory(parent)
         let view = tree.kernelViewGeneration
         var (entry, inode) = try tree.createFileNumbered(
@@ -70,25 +61,21 @@ extension NotesFileSystem {
         return (reply, OpenReply(handle: handle, keepCache: false, directIO: false))
     }
 
-    public func makeNode(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
-        try refuseChangeInMoments(parent)
+    func makeNode(parent: UInt64, name: String, mode: UInt32, context: RequestContext) throws -> EntryReply {
         // Only regular files; device files, FIFOs and sockets are refused.
         guard mode & S_IFMT == S_IFREG else { throw FileSystemError.notPermitted }
-        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
-            throw FileSystemError.notPermitted
-        }
         let view = tree.kernelViewGeneration
         let entry = try tree.createFile(
             in: try directory(parent), name: name, mode: mode & 0o7777 & ~context.umask, exclusive: true)
         return try handOut(entry, view: view)
     }
 
-    public func link(inode: UInt64, newParent: UInt64, newName: String) throws -> EntryReply {
-        try refuseChangeInMoments(inode, newParent)
+    /// Hard links are refused.
+    func link(inode: UInt64, newParent: UInt64, newName: String) throws -> EntryReply {
         throw FileSystemError.notPermitted
     }
 
-    public func read(inode: UInt64, handle: UInt64, offset: Int64, count: Int) throws -> Data {
+    func read(inode: UInt64, handle: UInt64, offset: Int64, count: Int) throws -> Data {
         let wanted = min(count, Self.readBytesMax)
         switch handle == 0 ? nil : handles.handle(handle) {
         case .generated(_, let content):
@@ -102,9 +89,6 @@ extension NotesFileSystem {
         case nil:
             guard handle == 0 else { throw FileSystemError.badHandle }
             // Opened without an open request.
-            if let node = ControlDirectory.node(forInode: inode) {
-                return Self.slice(try controlContent(node, inode: inode, fresh: false), offset: offset, count: wanted)
-            }
             if let snapshot = inodes.snapshot(of: inode) {
                 return Self.slice(snapshot.content, offset: offset, count: wanted)
             }
@@ -119,13 +103,11 @@ extension NotesFileSystem {
         return data.subdata(in: start..<end)
     }
 
-    public func write(
+    func write(
         inode: UInt64, handle: UInt64, offset: Int64, bytes: UnsafeRawBufferPointer, flags: OpenFlags
     ) throws -> Int {
         if handle == 0 {
             // Opened without an open request (the kernel checked the access mode).
-            try refuseChangeInMoments(inode)
-            guard !ControlDirectory.owns(inode) else { throw FileSystemError.accessDenied }
             let data = Data(bytes)
             if inodes.updateSnapshot(inode, { Self.write(data, at: offset, into: &$0) }) != nil {
                 return data.count
@@ -178,23 +160,16 @@ extension NotesFileSystem {
         snapshot.attributes.size = UInt64(snapshot.content.count)
     }
 
-    public func flush(inode: UInt64, handle: UInt64) throws {
-        // Every write is already committed; nothing is buffered here. A close
-        // (flush comes even for files opened without an open request) lets an
-        // edit of a synced note go out at once.
-        if !ControlDirectory.owns(inode) { hooks.fileClosed() }
-    }
-
-    public func release(inode: UInt64, handle: UInt64) {
+    func release(inode: UInt64, handle: UInt64) {
         let wasFile = if case .file = handles.handle(handle) { true } else { false }
         handles.close(handle)
         if wasFile { hooks.fileClosed() }
     }
 
-    public func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
+    func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool) throws {
         if handle == 0 {
             // Opened without an open request: sync unless the bytes are a detached inode's own.
-            if !ControlDirectory.owns(inode) && inodes.snapshot(of: inode) == nil {
+            if inodes.snapshot(of: inode) == nil {
                 try tree.durableSync(of: try resolve(inode), dataOnly: dataOnly)
                 hooks.fileClosed()
             }
@@ -206,16 +181,11 @@ extension NotesFileSystem {
         }
     }
 
-    public func readLink(inode: UInt64) throws -> String {
-        guard !ControlDirectory.owns(inode) else { throw FileSystemError.invalid }
-        return try tree.readLink(try resolve(inode))
+    func readLink(inode: UInt64) throws -> String {
+        try tree.readLink(try resolve(inode))
     }
 
-    public func makeSymlink(parent: UInt64, name: String, target: String) throws -> EntryReply {
-        try refuseChangeInMoments(parent)
-        if ControlDirectory.owns(parent) || control.child(ofInode: parent, name: name) != nil {
-            throw FileSystemError.notPermitted
-        }
+    func makeSymlink(parent: UInt64, name: String, target: String) throws -> EntryReply {
         let view = tree.kernelViewGeneration
         let entry = try tree.makeSymlink(in: try directory(parent), name: name, target: target)
         return try handOut(entry, view: view)

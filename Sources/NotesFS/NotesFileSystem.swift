@@ -1,21 +1,23 @@
 import Foundation
+import FuseKit
 import NotesModel
 import NotesStore
 import Synchronization
 
-/// The notes tree as a file system: maps each kernel request to one store
-/// call (plus, at most, a cheap read), keeps the inode and handle tables and
-/// serves the hidden `.notesfs` control directory.
-public final class NotesFileSystem: FileSystemOperations {
+/// The notes tree as a file system: maps each kernel request on a note,
+/// folder or local-only entry to one store call (plus, at most, a cheap
+/// read) and keeps the inode table. The hidden `.notesfs` directory is
+/// `ControlFileSystem`'s; `FileSystemRouter` sends each request to one of the two.
+final class NotesFileSystem: Sendable {
     let tree: NotesTree
     let inodes: InodeTable
-    let handles = HandleTable()
+    /// The open files and directories, shared with the control directory.
+    let handles: HandleTable
     /// Folder attributes from memory (one getattr of the folder per created file).
-    let folderAttributes = FolderAttributeCache()
-    let control: ControlDirectory
+    let folderAttributes: FolderAttributeCache
     let log: MountLog
     let invalidations: InvalidationQueue
-    /// Close/fsync and status hooks for the sync engine (set by the command).
+    /// Close/fsync hooks for the sync engine (set by the command).
     let hooks: MountHooks
     /// The owner shown for every entry (the user running the mount).
     let ownerUID: UInt32
@@ -28,64 +30,24 @@ public final class NotesFileSystem: FileSystemOperations {
     /// Reads larger than this are cut (the kernel asks for at most max_read anyway).
     static let readBytesMax = 16 << 20
 
-    init(tree: NotesTree, inodes: InodeTable, invalidations: InvalidationQueue, log: MountLog) {
+    init(
+        tree: NotesTree, inodes: InodeTable, handles: HandleTable, folderAttributes: FolderAttributeCache,
+        invalidations: InvalidationQueue, hooks: MountHooks, log: MountLog
+    ) {
         self.tree = tree
         self.inodes = inodes
+        self.handles = handles
+        self.folderAttributes = folderAttributes
         self.invalidations = invalidations
-        self.log = log
-        let hooks = MountHooks()
         self.hooks = hooks
-        self.control = ControlDirectory(tree: tree, hooks: hooks, log: log)
+        self.log = log
         ownerUID = getuid()
         ownerGID = getgid()
         dataDirectory = (tree.path as NSString).deletingLastPathComponent
     }
 
-    /// True once the kernel agreed to open files without asking (see
-    /// `connected(skipsOpens:)`): no file handles exist then, detached inodes
-    /// keep their bytes in the inode table, and control files are generated
-    /// per read.
-    let skipsOpens = Atomic<Bool>(false)
-
-    /// Generated control-file contents by inode, as of the last getattr or
-    /// read, so a read returns what the size just reported promised.
-    let controlContents = Mutex<[UInt64: (content: Data, madeAt: UInt64)]>([:])
-    /// How long generated control content is reused (one `cat`).
-    static let controlContentReuseNanoseconds: UInt64 = 1_000_000_000
-
-    public func connected(skipsOpens: Bool) {
-        self.skipsOpens.store(skipsOpens, ordering: .releasing)
-        invalidations.markConnected()
-    }
-
-    var opensAreSkipped: Bool { skipsOpens.load(ordering: .acquiring) }
-
-    /// A control file's content, fresh unless made within the reuse window.
-    func controlContent(_ node: ControlDirectory.Node, inode: UInt64, fresh: Bool) throws -> Data {
-        let now = DispatchTime.now().uptimeNanoseconds
-        if !fresh, let cached = controlContents.withLock({ $0[inode] }),
-            now &- cached.madeAt < Self.controlContentReuseNanoseconds
-        {
-            return cached.content
-        }
-        let content = try control.content(node)
-        controlContents.withLock { contents in
-            contents = contents.filter { now &- $0.value.madeAt < Self.controlContentReuseNanoseconds }
-            contents[inode] = (content, now)
-        }
-        return content
-    }
-
-    /// Attributes of a control node; for generated files, of content made now.
-    func controlAttributes(_ node: ControlDirectory.Node, inode: UInt64) throws -> FileAttributes {
-        switch node {
-        case .root, .history, .historyItem, .trash, .trashDirectory, .trashItem, .at, .moment:
-            return try control.attributes(node, uid: ownerUID, gid: ownerGID)
-        default:
-            let content = try controlContent(node, inode: inode, fresh: true)
-            return control.generatedAttributes(node, size: content.count, uid: ownerUID, gid: ownerGID)
-        }
-    }
+    /// True once the kernel agreed to open files without asking (`HandleTable`).
+    var opensAreSkipped: Bool { handles.opensAreSkipped }
 
     // MARK: Resolving inodes
 
@@ -123,11 +85,7 @@ public final class NotesFileSystem: FileSystemOperations {
             changeTimeNanoseconds: entry.changedNanoseconds)
     }
 
-    func reply(_ attributes: FileAttributes) -> EntryReply {
-        EntryReply(
-            attributes: attributes, generation: 1, entryTimeoutSeconds: CacheTimeouts.entrySeconds,
-            attributeTimeoutSeconds: CacheTimeouts.attributeSeconds)
-    }
+    func reply(_ attributes: FileAttributes) -> EntryReply { CacheTimeouts.entryReply(attributes) }
 
     /// Hands `entry` to the kernel: counts the lookup and builds the reply.
     /// `view` is the store's `kernelViewGeneration` read before `entry` was.
@@ -139,15 +97,6 @@ public final class NotesFileSystem: FileSystemOperations {
     func handOut(_ entry: Entry, inode: UInt64, view: UInt64) -> EntryReply {
         inodes.lookedUp(inode, ref: entry.ref, view: view)
         return reply(attributes(entry, inode: inode))
-    }
-
-    /// A negative entry: the kernel caches "no such name" briefly.
-    func negativeReply() -> EntryReply {
-        EntryReply(
-            attributes: FileAttributes(
-                inode: 0, kind: .regular, size: 0, permissions: 0, uid: 0, gid: 0, accessTimeNanoseconds: 0,
-                modificationTimeNanoseconds: 0, changeTimeNanoseconds: 0),
-            generation: 0, entryTimeoutSeconds: CacheTimeouts.negativeEntrySeconds, attributeTimeoutSeconds: 0)
     }
 
     /// Gives handles still open on the entry at `name` their own copy of its
@@ -178,37 +127,33 @@ public final class NotesFileSystem: FileSystemOperations {
 
     // MARK: Lookup and attributes
 
-    public func lookup(parent: UInt64, name: String) throws -> EntryReply {
-        if let node = control.child(ofInode: parent, name: name) {
-            let inode = ControlDirectory.inode(node)
-            var entry = reply(try controlAttributes(node, inode: inode))
-            entry.attributeTimeoutSeconds = CacheTimeouts.attributeSeconds(of: inode)
-            entry.entryTimeoutSeconds = CacheTimeouts.entrySeconds(of: inode)
-            return entry
-        }
-        if ControlDirectory.owns(parent) { return negativeReply() }
+    func lookup(parent: UInt64, name: String) throws -> EntryReply {
         let directory = try directory(parent)
         let view = tree.kernelViewGeneration
-        guard let entry = try tree.lookup(in: directory, name: name) else { return negativeReply() }
+        guard let entry = try tree.lookup(in: directory, name: name) else { return CacheTimeouts.negativeEntryReply() }
         return try handOut(entry, view: view)
     }
 
-    public func forget(inode: UInt64, count: UInt64) {
-        if ControlDirectory.owns(inode) { return }
+    func forget(inode: UInt64, count: UInt64) {
         if !inodes.forget(inode, count: count) {
             log.warning("kernel forgot inode \(inode) more often than it looked it up")
         }
     }
 
-    public func getAttributes(inode: UInt64, handle: UInt64?) throws -> FileAttributes {
-        if let node = ControlDirectory.node(forInode: inode) {
-            return try controlAttributes(node, inode: inode)
-        }
+    func getAttributes(inode: UInt64, handle: UInt64?) throws -> FileAttributes {
         if let handle, case .file(_, _, let snapshot?) = handles.handle(handle) {
             return snapshot.attributes
         }
         if let snapshot = inodes.snapshot(of: inode) { return snapshot.attributes }
-        let ref = try resolve(inode)
+        let ref: EntryRef
+        do {
+            ref = try resolve(inode)
+        } catch let error as FileSystemError where error == .notFound {
+            // Detached while open (with open requests): the bytes live with
+            // the handles, and `fstat` sends none (Linux's getattr never does).
+            if let attributes = handles.detachedAttributes(ofInode: inode) { return attributes }
+            throw error
+        }
         guard case .folder = ref else {
             let view = tree.kernelViewGeneration
             guard let entry = try tree.entry(for: ref) else { throw FileSystemError.notFound }
@@ -222,21 +167,8 @@ public final class NotesFileSystem: FileSystemOperations {
         return attributes(entry, inode: inode)
     }
 
-    public func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
-        // Every entry belongs to the user running the mount: a chown to
-        // anyone else cannot be kept (checked first, so nothing else of the
-        // request is applied), one that changes nothing succeeds. Nothing
-        // in a past moment changes at all.
-        try refuseChangeInMoments(inode)
-        if let uid = changes.uid, uid != ownerUID { throw FileSystemError.notPermitted }
-        if let gid = changes.gid, gid != ownerGID { throw FileSystemError.notPermitted }
-        if let node = ControlDirectory.node(forInode: inode) {
-            // Truncation is how `open(…, "w")` of a control file reaches us
-            // when opens are skipped: refused as the open itself would be.
-            if changes.size != nil { throw FileSystemError.accessDenied }
-            if changes.permissions != nil { throw FileSystemError.notPermitted }
-            return try controlAttributes(node, inode: inode)
-        }
+    func setAttributes(inode: UInt64, changes: AttributeChanges, handle: UInt64?) throws -> FileAttributes {
+        try Self.refuseOtherOwner(changes, uid: ownerUID, gid: ownerGID)
         if let handle, let size = changes.size,
             let snapshot = handles.updateSnapshot(handle, { snapshot in
                 Self.resize(&snapshot.content, to: Int(clamping: size))
@@ -289,6 +221,14 @@ public final class NotesFileSystem: FileSystemOperations {
         return attributes(entry, inode: inode)
     }
 
+    /// Every entry belongs to the user running the mount: a chown to anyone
+    /// else cannot be kept (checked first, so nothing else of the request is
+    /// applied), one that changes nothing succeeds.
+    static func refuseOtherOwner(_ changes: AttributeChanges, uid: UInt32, gid: UInt32) throws {
+        if let newUID = changes.uid, newUID != uid { throw FileSystemError.notPermitted }
+        if let newGID = changes.gid, newGID != gid { throw FileSystemError.notPermitted }
+    }
+
     static func resize(_ data: inout Data, to size: Int) {
         if size < data.count {
             data.removeSubrange(data.startIndex + size..<data.endIndex)
@@ -303,7 +243,7 @@ public final class NotesFileSystem: FileSystemOperations {
         return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 
-    public func statistics(inode: UInt64) throws -> FileSystemStatistics {
+    func statistics(inode: UInt64) throws -> FileSystemStatistics {
         var info = statvfs()
         guard statvfs(dataDirectory, &info) == 0 else {
             let code = errno

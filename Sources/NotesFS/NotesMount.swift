@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 import Synchronization
 
@@ -10,7 +11,7 @@ import Synchronization
 public final class NotesMount: Sendable {
     public let tree: NotesTree
     public let mountpoint: String
-    let fileSystem: NotesFileSystem
+    let router: FileSystemRouter
     let mounter: Mounter
     let invalidations: InvalidationQueue
     private let observerID: Int
@@ -22,31 +23,31 @@ public final class NotesMount: Sendable {
         self.tree = tree
         self.mountpoint = mountpoint
         self.log = log
-        // The queue's sender needs the mounter, which needs the file system,
-        // which needs the queue: the sender looks the mounter up late.
-        let mounterBox = MounterBox()
+        // Built in the order each part needs the one before; the
+        // invalidation thread gets the mounter to send through at `mount()`.
         let inodes = InodeTable()
-        let folderAttributesBox = FolderAttributeCacheBox()
-        let externalChanges = ExternalChangeWatch(tree: tree, inodes: inodes, log: log) {
-            folderAttributesBox.cache?.invalidateAll()
-        }
+        let folderAttributes = FolderAttributeCache()
+        let externalChanges = ExternalChangeWatch(tree: tree, inodes: inodes, folderAttributes: folderAttributes, log: log)
         _ = externalChanges.check()  // the baseline, before anything is served
         let delay = InvalidationQueue.delayFromEnvironment()
         if delay > 0 { log.warning("holding each kernel invalidation \(delay) s (\(InvalidationQueue.delayVariable), for tests)") }
-        let invalidations = InvalidationQueue(log: log, delaySeconds: delay, tick: { externalChanges.check() }) { item in
-            mounterBox.mounter?.notify(item) ?? -ENOTCONN
-        }
-        self.invalidations = invalidations
-        let fileSystem = NotesFileSystem(tree: tree, inodes: inodes, invalidations: invalidations, log: log)
-        folderAttributesBox.set(fileSystem.folderAttributes)
-        self.fileSystem = fileSystem
+        invalidations = InvalidationQueue(log: log, delaySeconds: delay, tick: { externalChanges.check() })
+        router = FileSystemRouter(
+            tree: tree, inodes: inodes, folderAttributes: folderAttributes, invalidations: invalidations,
+            hooks: MountHooks(), log: log)
         let safeSource = sourceName.contains(",") || sourceName.contains("\\") ? "notesfs" : sourceName
-        let options = ["fsname=\(safeSource)", "subtype=notesfs", "default_permissions"]
-        let mounter = try Mounter(mountpoint: mountpoint, operations: fileSystem, log: log, options: options)
-        mounterBox.set(mounter)
-        self.mounter = mounter
-        observerID = Self.observe(tree, fileSystem: fileSystem, invalidations: invalidations)
+        let settings = FuseSettings(
+            skipsFileOpens: ProcessInfo.processInfo.environment[Self.openRequestsVariable] != "1",
+            attributeFilter: NotesFileSystem.attributeFilter)
+        mounter = try Mounter(
+            mountpoint: mountpoint, operations: router, settings: settings, log: log,
+            options: ["fsname=\(safeSource)", "subtype=notesfs", "default_permissions"])
+        observerID = Self.observe(tree, fileSystem: router.notes, invalidations: invalidations)
     }
+
+    /// `NOTESFS_OPEN_REQUESTS=1` keeps open/release requests for files (for
+    /// comparison and debugging); by default the kernel skips them.
+    static let openRequestsVariable = "NOTESFS_OPEN_REQUESTS"
 
     /// Queues, after each commit, the invalidations of what the kernel may
     /// hold of it (shared with `UnmountedFileSystem`). Returns the observer id.
@@ -117,7 +118,7 @@ public final class NotesMount: Sendable {
 
     /// Mounts and starts the invalidation thread; requests wait until `serve`.
     public func mount() throws {
-        invalidations.start()
+        invalidations.start(sending: { [mounter] in mounter.notify($0) })
         try mounter.mount()
     }
 
@@ -165,14 +166,14 @@ private final class ExternalChangeWatch: Sendable {
     private let inodes: InodeTable
     private let log: MountLog
     private let lastCounter = Mutex<Int64?>(nil)
-    /// Drops what the mount keeps in memory about the store (folder attributes).
-    private let dropMemory: @Sendable () -> Void
+    /// What the mount keeps in memory about the store, dropped with the kernel's caches.
+    private let folderAttributes: FolderAttributeCache
 
-    init(tree: NotesTree, inodes: InodeTable, log: MountLog, dropMemory: @escaping @Sendable () -> Void) {
+    init(tree: NotesTree, inodes: InodeTable, folderAttributes: FolderAttributeCache, log: MountLog) {
         self.tree = tree
         self.inodes = inodes
+        self.folderAttributes = folderAttributes
         self.log = log
-        self.dropMemory = dropMemory
     }
 
     func check() -> [Invalidation] {
@@ -182,25 +183,11 @@ private final class ExternalChangeWatch: Sendable {
             return last != nil && last != counter
         }
         guard changed else { return [] }
-        dropMemory()
+        folderAttributes.invalidateAll()
         log.info("the database was changed by another process; dropping the kernel's cached attributes and pages")
         return inodes.attachedInodes().map { inode in
             inodes.distrustCache(inode)
             return .inode(inode)
         }
     }
-}
-
-/// Lets the external-change watch reach the folder cache of the file system made after it.
-private final class FolderAttributeCacheBox: Sendable {
-    private let storage = Mutex<FolderAttributeCache?>(nil)
-    var cache: FolderAttributeCache? { storage.withLock { $0 } }
-    func set(_ cache: FolderAttributeCache) { storage.withLock { $0 = cache } }
-}
-
-/// Lets the invalidation sender reach the mounter made after it.
-private final class MounterBox: Sendable {
-    private let storage = Mutex<Mounter?>(nil)
-    var mounter: Mounter? { storage.withLock { $0 } }
-    func set(_ mounter: Mounter) { storage.withLock { $0 = mounter } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 /// The mount's request handling with no kernel attached: the same
@@ -7,7 +8,7 @@ import NotesStore
 /// invalidations the kernel would be sent are taken with `takeInvalidations`.
 /// The seeded simulation puts a simulated kernel in front of it; nothing is mounted.
 public final class UnmountedFileSystem: Sendable {
-    private let fileSystem: NotesFileSystem
+    private let router: FileSystemRouter
     private let invalidations: InvalidationQueue
     private let tree: NotesTree
     private let observerID: Int
@@ -16,13 +17,15 @@ public final class UnmountedFileSystem: Sendable {
     /// asks for it: no open or release requests, handle 0).
     public init(tree: NotesTree, log: MountLog = .discard, skipsOpens: Bool = true) {
         // Never started: its owner takes the items instead of a thread sending them.
-        let invalidations = InvalidationQueue(log: log) { _ in 0 }
-        let fileSystem = NotesFileSystem(tree: tree, inodes: InodeTable(), invalidations: invalidations, log: log)
-        fileSystem.connected(skipsOpens: skipsOpens)
+        let invalidations = InvalidationQueue(log: log)
+        let router = FileSystemRouter(
+            tree: tree, inodes: InodeTable(), folderAttributes: FolderAttributeCache(), invalidations: invalidations,
+            hooks: MountHooks(), log: log)
+        router.connected(skipsOpens: skipsOpens)
         self.tree = tree
-        self.fileSystem = fileSystem
+        self.router = router
         self.invalidations = invalidations
-        observerID = NotesMount.observe(tree, fileSystem: fileSystem, invalidations: invalidations)
+        observerID = NotesMount.observe(tree, fileSystem: router.notes, invalidations: invalidations)
     }
 
     /// Serves one kernel request as libfuse's worker would: marked, so commits
@@ -32,7 +35,7 @@ public final class UnmountedFileSystem: Sendable {
         changingNamesIn directories: [UInt64] = [], _ body: (any FileSystemOperations) throws -> T
     ) rethrows -> T {
         let marked = RequestMarker.Directories(first: directories.first ?? 0, second: directories.dropFirst().first ?? 0)
-        return try RequestMarker.serving(marked) { try body(fileSystem) }
+        return try RequestMarker.serving(marked) { try body(router) }
     }
 
     /// The invalidations queued since the last call, in order (what the kernel would be sent).

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesFS
 import NotesModel
 import NotesStore
@@ -161,7 +162,7 @@ final class SimKernel: @unchecked Sendable {
             let held = descriptors.values.contains { $0.inode == number }
             guard world.random.chance(held ? 0.8 : 0.2) else { continue }
             let generation = store.tree.kernelViewGeneration
-            guard let attributes = try? request({ try $0.getAttributes(inode: number, handle: nil) }) else { continue }
+            guard let attributes = try? request({ try $0.getAttributes(inode: number, handle: nil).attributes }) else { continue }
             learn(attributes, generation: generation, validSeconds: Self.attributeSeconds, mayBeOvertaken: true)
         }
         let due = notifications.filter { $0.due <= world.step }
@@ -288,7 +289,7 @@ final class SimKernel: @unchecked Sendable {
         guard let inode = inodes[number] else { throw FileSystemError.badHandle }
         guard inode.attributesValidUntil <= now else { return inode.knowledge }
         let generation = store.tree.kernelViewGeneration
-        let attributes = try request { try $0.getAttributes(inode: number, handle: handle == 0 ? nil : handle) }
+        let attributes = try request { try $0.getAttributes(inode: number, handle: handle == 0 ? nil : handle).attributes }
         learn(attributes, generation: generation, validSeconds: Self.attributeSeconds)
         return generation
     }
@@ -320,10 +321,8 @@ final class SimKernel: @unchecked Sendable {
     func close(_ descriptor: Int) {
         guard let open = descriptors.removeValue(forKey: descriptor) else { return }
         guard open.handle != 0 else { return }
-        _ = try? request { operations in
-            try operations.flush(inode: open.inode, handle: open.handle)
-            operations.release(inode: open.inode, handle: open.handle)
-        }
+        // No flush: the mount registers none, so the kernel sends only the release.
+        _ = try? request { $0.release(inode: open.inode, handle: open.handle) }
     }
 
     /// `fstat`: the size the program is told.
@@ -423,7 +422,8 @@ final class SimKernel: @unchecked Sendable {
             let attributes = try request {
                 try $0.setAttributes(
                     inode: open.inode, changes: AttributeChanges(size: UInt64(size)),
-                    handle: open.handle == 0 ? nil : open.handle)
+                    handle: open.handle == 0 ? nil : open.handle
+                ).attributes
             }
             learn(attributes, generation: generation, validSeconds: Self.attributeSeconds)
             inodes[open.inode]?.size = size

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesFS
 
 /// `notesfs uninstall`: undoes `notesfs install` and `notesfs service

@@ -16,7 +16,11 @@ struct StoreSnapshot {
     var localEntryCount: Int
 
     static func read(_ databasePath: String) throws -> StoreSnapshot {
-        let store = try NotesStore(path: databasePath)
+        try read(databasePath, store: try NotesStore(path: databasePath))
+    }
+
+    /// Read through `store`, already open on `databasePath` (the in-process tests).
+    static func read(_ databasePath: String, store: NotesStore) throws -> StoreSnapshot {
         let connection = try Connection(path: databasePath)
         let rows = try connection.query(
             "SELECT n.id, \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE n.deleted = 0"
@@ -42,7 +46,13 @@ enum Seed {
     static func syncedNotes(_ databasePath: String, _ notes: [(folder: [String], title: String, body: String)]) throws
         -> [String: String]
     {
-        let store = try NotesStore(path: databasePath)
+        try syncedNotes(try NotesStore(path: databasePath), notes)
+    }
+
+    /// The same in a store already open.
+    static func syncedNotes(_ store: NotesStore, _ notes: [(folder: [String], title: String, body: String)]) throws
+        -> [String: String]
+    {
         let ids = try unsyncedNotes(store, notes)
         try settleEverything(store)
         return ids
@@ -55,7 +65,7 @@ enum Seed {
         try unsyncedNotes(try NotesStore(path: databasePath), notes)
     }
 
-    private static func unsyncedNotes(_ store: NotesStore, _ notes: [(folder: [String], title: String, body: String)])
+    static func unsyncedNotes(_ store: NotesStore, _ notes: [(folder: [String], title: String, body: String)])
         throws -> [String: String]
     {
         var ids: [String: String] = [:]

@@ -12,7 +12,7 @@ public enum Invalidation: Hashable, Sendable {
 /// A bounded queue of kernel cache invalidations, drained by one dedicated
 /// thread that holds no store lock.
 ///
-/// Store observers enqueue after a commit; the thread sends
+/// The file system enqueues after a change; the thread sends
 /// `fuse_lowlevel_notify_inval_*`. Nothing here ever runs inside a FUSE request
 /// handler, where a notification can deadlock against the kernel's page locks
 /// (DESIGN.md). When the queue is full, further items are dropped and counted:
@@ -34,7 +34,6 @@ public final class InvalidationQueue: Sendable {
     private let state = Mutex(State())
     private let wakeup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    private let send: @Sendable (Invalidation) -> Int32
     private let log: MountLog
     private let tick: @Sendable () -> [Invalidation]
     /// How often `tick` runs when nothing else happens.
@@ -45,13 +44,8 @@ public final class InvalidationQueue: Sendable {
     public static let delayVariable = "NOTESFS_INVALIDATION_DELAY_MS"
     private let delaySeconds: Double
 
-    /// `send` performs one notification and returns 0 or -errno; `tick` runs
-    /// about every `tickSeconds` on the same thread and may add work.
-    public init(
-        log: MountLog, delaySeconds: Double = 0, tick: @escaping @Sendable () -> [Invalidation] = { [] },
-        send: @escaping @Sendable (Invalidation) -> Int32
-    ) {
-        self.send = send
+    /// `tick` runs about every `tickSeconds` on the sending thread and may add work.
+    public init(log: MountLog, delaySeconds: Double = 0, tick: @escaping @Sendable () -> [Invalidation] = { [] }) {
         self.log = log
         self.tick = tick
         self.delaySeconds = delaySeconds
@@ -65,9 +59,10 @@ public final class InvalidationQueue: Sendable {
         return milliseconds / 1000
     }
 
-    /// Starts the sending thread.
-    public func start() {
-        let thread = Thread { [self] in run() }
+    /// Starts the sending thread; `send` performs one notification and
+    /// returns 0 or -errno (`Mounter.notify`).
+    public func start(sending send: @escaping @Sendable (Invalidation) -> Int32) {
+        let thread = Thread { [self] in run(send) }
         thread.name = "notesfs-invalidate"
         thread.start()
     }
@@ -99,8 +94,8 @@ public final class InvalidationQueue: Sendable {
     }
 
     /// Takes every waiting invalidation without sending it: for an owner that
-    /// never started the thread and delivers them itself (`UnmountedFileSystem`).
-    func takePending() -> [Invalidation] {
+    /// never started the thread and delivers them itself (a kernel stand-in).
+    public func takePending() -> [Invalidation] {
         state.withLock { state in
             let batch = state.pending
             state.pending.removeAll(keepingCapacity: true)
@@ -133,7 +128,7 @@ public final class InvalidationQueue: Sendable {
 
     public var counters: (sent: Int, dropped: Int) { state.withLock { ($0.sent, $0.dropped) } }
 
-    private func run() {
+    private func run(_ send: @Sendable (Invalidation) -> Int32) {
         defer { finished.signal() }
         while true {
             if wakeup.wait(timeout: .now() + Self.tickSeconds) == .timedOut {

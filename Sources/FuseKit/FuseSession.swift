@@ -22,9 +22,12 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Creates the session. `options` are libfuse `-o` options (for example
     /// `fsname=notesfs`, `default_permissions`).
-    public init(mountpoint: String, operations: any FileSystemOperations, options: [String], log: MountLog) throws {
+    public init(
+        mountpoint: String, operations: any FileSystemOperations, options: [String], settings: FuseSettings,
+        log: MountLog
+    ) throws {
         self.mountpoint = mountpoint
-        let dispatcher = FuseDispatcher(operations: operations, log: log)
+        let dispatcher = FuseDispatcher(operations: operations, settings: settings, log: log)
         self.dispatcher = dispatcher
         var arguments = ["notesfs"]
         if !options.isEmpty {
@@ -130,39 +133,5 @@ public final class FuseSession: @unchecked Sendable {
         return bytes.withUnsafeMutableBufferPointer { buffer in
             fuse_lowlevel_notify_inval_entry(session, parent, buffer.baseAddress, length)
         }
-    }
-}
-
-/// Why a mount could not start, said so a user can act on it.
-public enum MountError: Error, CustomStringConvertible, LocalizedError {
-    case sessionFailed(String)
-    case mountFailed(String)
-    case refused(String)
-
-    public var description: String {
-        switch self {
-        case .sessionFailed(let message): "FUSE session failed: \(message)"
-        case .mountFailed(let path):
-            "could not mount on \(path) (is /dev/fuse available and fusermount3 installed? see the log)"
-        case .refused(let message): message
-        }
-    }
-
-    public var errorDescription: String? { description }
-}
-
-/// What libfuse's `userdata` points at: the operations and the log.
-/// `Sendable` because both members are.
-final class FuseDispatcher: Sendable {
-    let operations: any FileSystemOperations
-    let log: MountLog
-    /// Per-opcode counts, only when profiling (`NOTESFS_OP_STATS=1`).
-    let statistics: OperationStatistics?
-
-    init(operations: any FileSystemOperations, log: MountLog) {
-        self.operations = operations
-        self.log = log
-        statistics = OperationStatistics.fromEnvironment()
-        statistics?.startBurstLogging(to: log)
     }
 }

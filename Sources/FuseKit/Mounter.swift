@@ -23,12 +23,14 @@ public final class Mounter: @unchecked Sendable {
     /// durable when it returns (DESIGN.md "Durability").
     public static let defaultOptions = ["fsname=notesfs", "subtype=notesfs", "default_permissions"]
 
-    public init(mountpoint: String, operations: any FileSystemOperations, log: MountLog, options: [String] = defaultOptions)
-        throws
-    {
+    public init(
+        mountpoint: String, operations: any FileSystemOperations, settings: FuseSettings, log: MountLog,
+        options: [String] = defaultOptions
+    ) throws {
         self.mountpoint = mountpoint
         self.log = log
-        session = try FuseSession(mountpoint: mountpoint, operations: operations, options: options, log: log)
+        session = try FuseSession(
+            mountpoint: mountpoint, operations: operations, options: options, settings: settings, log: log)
     }
 
     /// Sends one invalidation (from the invalidation thread only).

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import NotesStore
 
 extension ControlDirectory.Node {
@@ -12,22 +13,20 @@ extension ControlDirectory.Node {
 }
 
 // Moving a note (or a folder) out of `.notesfs/trash` restores it: the same
-// note, with its last text, at the name the move gives.
-extension NotesFileSystem {
+// note, with its last text, at the name the move gives in the notes.
+extension FileSystemRouter {
     func moveOutOfTrash(_ source: ControlDirectory.Node, name: String, newParent: UInt64, newName: String) throws {
         // Within the control directory (or into it) nothing moves.
-        if ControlDirectory.owns(newParent) || control.child(ofInode: newParent, name: newName) != nil {
-            throw FileSystemError.notPermitted
-        }
-        let to = try directory(newParent)
+        if ControlFileSystem.owns(parent: newParent, name: newName) { throw FileSystemError.notPermitted }
+        let to = try notes.directory(newParent)
         switch source {
         case .trashItem(let seq):
-            let id = try tree.restoreFromTrash(seq, to: .at(to, name: newName))
-            log.info("restored note \(id) from the trash ('\(name)' moved out as '\(newName)')")
+            let id = try notes.tree.restoreFromTrash(seq, to: .at(to, name: newName))
+            notes.log.info("restored note \(id) from the trash ('\(name)' moved out as '\(newName)')")
         case .trashDirectory(let number):
-            guard let path = control.trashDirectories.path(number) else { throw FileSystemError.notFound }
-            let ids = try tree.restoreTrashDirectory(path, to: .at(to, name: newName))
-            log.info("restored \(ids.count) notes from the trash folder '\(path)' (moved out as '\(newName)')")
+            guard let path = control.directory.trashDirectories.path(number) else { throw FileSystemError.notFound }
+            let ids = try notes.tree.restoreTrashDirectory(path, to: .at(to, name: newName))
+            notes.log.info("restored \(ids.count) notes from the trash folder '\(path)' (moved out as '\(newName)')")
         default:
             throw FileSystemError.notPermitted
         }
