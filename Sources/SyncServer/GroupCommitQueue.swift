@@ -132,6 +132,8 @@ package final class GroupCommitQueue<Work>: @unchecked Sendable {
         }
         if pending.isEmpty && stopped {
             running -= 1
+            // The check may hold what holds this queue: let it go with the last thread.
+            if running == 0 { check = nil }
             condition.broadcast()
             return nil
         }

@@ -31,8 +31,10 @@ final class GroupCommitWriter: @unchecked Sendable {
             path: path, options: Connection.Options(mode: .readWriteCreate, synchronous: .full))
         try prepare(connection)
         queue = GroupCommitQueue(groupJobsMax: groupWritesMax)
-        // `self` is `@unchecked Sendable`; the check runs on the writer thread only.
-        let periodic = GroupCommitQueue<Write>.Check(every: checkSeconds) { [self] _ in check(connection) }
+        // Only the writer thread runs the check, so it may use the connection.
+        // Not `self`: the queue keeps the check, and `self` keeps the queue.
+        nonisolated(unsafe) let writerConnection = connection
+        let periodic = GroupCommitQueue<Write>.Check(every: checkSeconds) { _ in check(writerConnection) }
         queue.start(threadNames: ["notesfs.server.writer"], check: periodic) { [self] _, group in
             try runGroup(group)
             return nil
