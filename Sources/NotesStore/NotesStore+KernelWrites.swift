@@ -172,7 +172,7 @@ extension NotesStore {
             UPDATE notes SET body_size = ?, updated_ns = ?, local_rev = local_rev + 1,
                 \(Self.releaseOversizeHoldSQL) WHERE seq = ?
             """, newSize, now, newSize, extent.seq)
-        try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
+        try enqueue(db, .note(id), .put, commit: &commit)
         commit.changedEntries.insert(.note(id))
         if extent.synced { commit.touchedSyncedNote = true }
     }

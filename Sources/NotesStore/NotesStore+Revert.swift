@@ -252,7 +252,7 @@ extension NotesStore {
             UPDATE folders SET deleted = 0, name = ?, parent_id = ?, updated_ns = ?, local_rev = local_rev + 1
             WHERE seq = ?
             """, folder.name, folder.parentID?.description, now, row.seq)
-        try enqueue(db, kind: .folder, id: id.description, op: "put", commit: &commit)
+        try enqueue(db, .folder(id), .put, commit: &commit)
         commit.changedEntries.insert(.folder(id))
         let directory = try displayDirectory(db, folderID: folder.parentID)
         try placeName(db, entry: .folder(id), in: directory, source: folder.name, commit: &commit)
