@@ -28,6 +28,10 @@ extension ChangeID: SQLBindable {
     public var sqlValue: SQLValue { .text(description) }
 }
 
+extension DeviceID: SQLBindable {
+    public var sqlValue: SQLValue { .text(description) }
+}
+
 extension Row {
     /// The entity named by a kind column and an id column. A value notesfs
     /// never writes there (the file was damaged or edited by hand) is a typed

@@ -7,7 +7,7 @@ public struct SyncStateSnapshot: Sendable, Equatable {
     public var serverURL: String?
     /// `account:<key>` once a server named the account (`AccountBinding`).
     public var accountID: String?
-    public var deviceID: String
+    public var deviceID: DeviceID
     public var deviceName: String
     public var cursor: String?
     public var lastSuccessNanoseconds: Int64?
@@ -127,7 +127,7 @@ extension NotesStore {
     func syncState() throws(StoreError) -> SyncStateSnapshot {
         try read { db in
             guard
-                let state = try db.queryOne(
+                let state = try db.query(
                     """
                     SELECT server_url, account_id, device_id, device_name, cursor, last_success_ns,
                         last_attempt_ns, last_failed, last_error
@@ -136,10 +136,12 @@ extension NotesStore {
                     map: { row in
                         SyncStateSnapshot(
                             serverURL: row.optionalString(0), accountID: row.optionalString(1),
-                            deviceID: row.string(2), deviceName: row.string(3), cursor: row.optionalString(4),
-                            lastSuccessNanoseconds: row.optionalInt64(5), lastAttemptNanoseconds: row.optionalInt64(6),
-                            lastFailed: row.bool(7), lastError: row.optionalString(8))
-                    })
+                            deviceID: DeviceID(try row.uuid(2, in: "sync_state")), deviceName: row.string(3),
+                            cursor: row.optionalString(4), lastSuccessNanoseconds: row.optionalInt64(5),
+                            lastAttemptNanoseconds: row.optionalInt64(6), lastFailed: row.bool(7),
+                            lastError: row.optionalString(8))
+                    }
+                ).first
             else { throw StoreError.notFound("sync state") }
             return state
         }

@@ -270,10 +270,13 @@ extension NotesStore {
     private func holdsLocalFiles(_ db: Connection, folder: FolderID) throws -> Bool {
         let children = try db.query(
             "SELECT entry_kind, entry_id FROM names WHERE parent_key = ?", DirectoryRef.folder(folder).key
-        ) { ($0.string(0), $0.string(1)) }
-        for (kind, text) in children {
-            if kind == "local" { return true }
-            if kind == "folder", let child = FolderID(text), try holdsLocalFiles(db, folder: child) { return true }
+        ) { EntryRef(kindCode: $0.string(0), idText: $0.string(1)) }
+        for child in children {
+            switch child {
+            case .local: return true
+            case .folder(let id): if try holdsLocalFiles(db, folder: id) { return true }
+            case .note, .root, nil: break
+            }
         }
         return false
     }

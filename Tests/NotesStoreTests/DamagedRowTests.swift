@@ -5,10 +5,10 @@ import SQLiteKit
 import TestSupport
 import Testing
 
-/// The outbox's ids, kinds and operations are parsed once, where they leave
-/// SQL: a value notesfs never writes there is a typed error that names the
-/// table, never a crash, a skipped change or a guess.
-@Suite struct DamagedOutboxTests {
+/// Ids, kinds and operations are parsed once, where they leave SQL: in the
+/// outbox and the sync state, a value notesfs never writes there is a typed
+/// error that names the table, never a crash, a skipped change or a guess.
+@Suite struct DamagedRowTests {
     enum Damage: String, CaseIterable, Sendable {
         case entityID, kind, operation, changeID
 
@@ -59,9 +59,24 @@ import Testing
         #expect(deletion.map(\.ref) == [.note(note)] && deletion.map(\.operation) == [.delete])
     }
 
-    static func namesTheDamagedOutbox(_ error: any Error) -> Bool {
+    @Test func aDamagedDeviceIDIsATypedErrorNotANewDevice() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let db = try Connection(path: fixture.databasePath)
+        try db.run("UPDATE sync_state SET device_id = 'laptop'")
+        #expect {
+            try fixture.store.syncState()
+        } throws: { Self.names("sync_state", $0) }
+        #expect {
+            try fixture.store.device()
+        } throws: { Self.names("sync_state", $0) }
+    }
+
+    static func namesTheDamagedOutbox(_ error: any Error) -> Bool { names("outbox", error) }
+
+    static func names(_ table: String, _ error: any Error) -> Bool {
         guard let error = error as? StoreError, case .damaged(let what) = error else { return false }
-        return what.hasPrefix("outbox")
+        return what.hasPrefix(table)
     }
 
     private func damageOutbox(_ fixture: StoreFixture, _ damage: Damage) throws {
