@@ -109,6 +109,7 @@ extension SimWorld {
     private func reopenServerStore() throws {
         serverStore = try SQLiteServerStore(path: serverPath, options: .init(readers: 1))
         server = SyncServer(store: serverStore, configuration: serverConfiguration, clock: serverClock)
+        server.followCommits(of: serverStore)
     }
 
     /// The broken variant: each machine deletes the clean notes the restored

@@ -15,6 +15,7 @@ extension SimWorld {
         let time = self.time
         let clock = ServerClock { Date(timeIntervalSince1970: Double(time.now + time.serverJump) / 1e9) }
         server = SyncServer(store: serverStore, configuration: serverConfiguration, clock: clock)
+        server.followCommits(of: serverStore)
     }
 
     func restartServer() async throws {

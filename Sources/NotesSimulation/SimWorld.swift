@@ -108,6 +108,7 @@ public final class SimWorld: @unchecked Sendable {
         let time = self.time
         let clock = ServerClock { Date(timeIntervalSince1970: Double(time.now + time.serverJump) / 1e9) }
         server = SyncServer(store: serverStore, configuration: serverConfiguration, clock: clock)
+        server.followCommits(of: serverStore)
         let added = try await AccountManager(store: serverStore, clock: clock).add(name: "sim")
         account = added.account
         token = added.token.text

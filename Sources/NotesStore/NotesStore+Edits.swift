@@ -7,13 +7,20 @@ import SQLiteKit
 extension NotesStore {
     /// Queues (or coalesces into the entity's pending row) a change for the outbox.
     func enqueue(_ db: Connection, _ ref: EntityRef, _ operation: ChangeOperation, commit: inout StoreCommit) throws {
+        commit.outboxChanged = true
+        // The same change already queued: the upsert below would change
+        // nothing. Skipping it (and the new change id) matters to the kernel's
+        // writes into a large note, thousands in a row.
+        let queued = try db.queryOne(
+            "SELECT op FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", ref.kind, ref.idText
+        ) { ChangeOperation(rawValue: $0.string(0)) } ?? nil
+        guard queued != operation else { return }
         try db.run(
             """
             INSERT INTO outbox(change_id, entity_kind, entity_id, op, state, created_ns)
             VALUES (?, ?, ?, ?, 'pending', ?)
             ON CONFLICT(entity_kind, entity_id) WHERE state = 'pending' DO UPDATE SET op = excluded.op
             """, ChangeID(newUUID()), ref.kind, ref.idText, operation, now)
-        commit.outboxChanged = true
     }
 
     /// Drops the pending (never frozen) outbox row of an entity.

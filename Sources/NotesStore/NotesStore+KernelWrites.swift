@@ -167,15 +167,18 @@ extension NotesStore {
     private func noteChunkedEdit(
         _ db: Connection, id: NoteID, extent: NoteExtent, newSize: Int64, commit: inout StoreCommit
     ) throws {
-        try db.run(
-            """
-            UPDATE notes SET body_size = ?, updated_ns = ?, local_rev = local_rev + 1,
-                \(Self.releaseOversizeHoldSQL) WHERE seq = ?
-            """, newSize, now, newSize, extent.seq)
+        try db.run(Self.chunkedEditSQL, newSize, now, newSize, extent.seq)
         try enqueue(db, .note(id), .put, commit: &commit)
         commit.changedEntries.insert(.note(id))
         if extent.synced { commit.touchedSyncedNote = true }
     }
+
+    /// `noteChunkedEdit`'s statement, built once: a write into a large note
+    /// runs it thousands of times.
+    private static let chunkedEditSQL = """
+        UPDATE notes SET body_size = ?, updated_ns = ?, local_rev = local_rev + 1,
+            \(releaseOversizeHoldSQL) WHERE seq = ?
+        """
 
     static func splice(_ body: Data, _ bytes: Data, at offset: Int) -> Data {
         var result = body

@@ -88,24 +88,30 @@ enum SearchIndex {
     /// Takes a note out of the index while its indexed text is still
     /// readable, and lists it for indexing: the chunk writes that follow
     /// change its text without touching `notes.body`, so no trigger would.
+    /// A note already listed is already out of the index and of
+    /// `fts_binary` (every path that lists a note takes it out first), so
+    /// the kernel's next writes into it cost one look-up here.
     static func markForSearch(_ db: Connection, seq: Int64) throws {
-        for sql in [
-            """
-            INSERT INTO notes_fts(notes_fts, rowid, title, body)
-            SELECT 'delete', n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body"))
-            FROM notes n WHERE n.seq = ? AND n.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = n.seq)
-            """,
-            """
-            INSERT INTO notes_title_fts(notes_title_fts, rowid, title)
-            SELECT 'delete', n.seq, n.title
-            FROM notes n WHERE n.seq = ? AND n.deleted = 0 AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE seq = n.seq)
-            """,
-            "DELETE FROM fts_binary WHERE seq = ?",
-            "INSERT OR IGNORE INTO fts_pending(seq) VALUES (?)",
-        ] {
+        if try db.queryOne("SELECT 1 FROM fts_pending WHERE seq = ?", seq, map: { _ in true }) == true { return }
+        for sql in markForSearchSQL {
             try db.run(sql, seq)
         }
     }
+
+    /// `markForSearch`'s statements, built once.
+    private static let markForSearchSQL = [
+        """
+        INSERT INTO notes_fts(notes_fts, rowid, title, body)
+        SELECT 'delete', n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body"))
+        FROM notes n WHERE n.seq = ? AND n.deleted = 0
+        """,
+        """
+        INSERT INTO notes_title_fts(notes_title_fts, rowid, title)
+        SELECT 'delete', n.seq, n.title FROM notes n WHERE n.seq = ? AND n.deleted = 0
+        """,
+        "DELETE FROM fts_binary WHERE seq = ?",
+        "INSERT INTO fts_pending(seq) VALUES (?)",
+    ]
 
     /// Indexes every listed note: notes whose body looks binary first go
     /// to `fts_binary` (indexed as empty), then one statement indexes all.

@@ -25,13 +25,21 @@ public final class PostgresConnection {
     /// Connects. `conninfo` is a libpq connection string (`host=… dbname=…`
     /// or a `postgresql://` URI); its settings win over the defaults here.
     /// `settings` are then made for the session, over any that `conninfo`'s
-    /// `options` made.
+    /// `options` made. With `keepaliveIdleSeconds`, TCP keepalives probe an
+    /// idle connection after that long, then every half of it, three times,
+    /// so a peer that vanished without closing (its host died) is noticed.
     public init(
         conninfo: String, applicationName: String = "notesfs", settings: [SessionSetting] = [],
-        connectTimeoutSeconds: Int = 5
+        connectTimeoutSeconds: Int = 5, keepaliveIdleSeconds: Int? = nil
     ) throws(PostgresError) {
-        let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = [String(connectTimeoutSeconds), applicationName, conninfo]
+        var keywords = ["connect_timeout", "application_name"]
+        var values = [String(connectTimeoutSeconds), applicationName]
+        if let idle = keepaliveIdleSeconds {
+            keywords += ["keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count"]
+            values += ["1", String(max(1, idle)), String(max(1, idle / 2)), "3"]
+        }
+        keywords.append("dbname")
+        values.append(conninfo)
         let connection: OpaquePointer? = Self.withCStrings(keywords) { keywordPointers in
             Self.withCStrings(values) { valuePointers in
                 PQconnectdbParams(keywordPointers, valuePointers, 1)

@@ -2,9 +2,10 @@ import Foundation
 import Synchronization
 
 /// `LISTEN`s on one channel on a connection of its own, on a thread of its
-/// own, and hands each notification to `handler`. When the connection is
-/// lost it connects again (every `reconnectSeconds`), listens again and calls
-/// `handler` with nil: notifications may have been missed meanwhile.
+/// own, and hands each notification to `handler`. Each time it has begun
+/// listening, the first time too, it calls `handler` with nil: from then on
+/// nothing is missed, and notifications sent before (or while the connection
+/// was lost, when it connects again every `reconnectSeconds`) may have been.
 /// `stop()` wakes the thread through a pipe and waits for it to end.
 public final class PostgresListener: Sendable {
     private let conninfo: String
@@ -12,6 +13,7 @@ public final class PostgresListener: Sendable {
     private let reconnectSeconds: Double
     private let handler: @Sendable (PostgresConnection.Notification?) -> Void
     private let stopping = Atomic<Bool>(false)
+    private let listening = Atomic<Bool>(false)
     private let wakePipe: (read: Int32, write: Int32)
     private let finished = DispatchSemaphore(value: 0)
 
@@ -33,15 +35,16 @@ public final class PostgresListener: Sendable {
 
     private func loop() {
         var connection: PostgresConnection?
-        var everConnected = false
         while !stopping.load(ordering: .acquiring) {
             if connection == nil {
                 do {
-                    let fresh = try PostgresConnection(conninfo: conninfo, applicationName: "notesfs-listener")
+                    // Keepalives: a listener that only reads would not notice its server's host dying.
+                    let fresh = try PostgresConnection(
+                        conninfo: conninfo, applicationName: "notesfs-listener", keepaliveIdleSeconds: 10)
                     try fresh.executeScript("LISTEN \(try fresh.quoteIdentifier(channel))")
                     connection = fresh
-                    if everConnected { handler(nil) }
-                    everConnected = true
+                    handler(nil)
+                    listening.store(true, ordering: .releasing)
                 } catch {
                     sleepOrWake(seconds: reconnectSeconds)
                     continue
@@ -54,12 +57,18 @@ public final class PostgresListener: Sendable {
                 case .timedOut, .woken: break
                 }
             } catch {
+                listening.store(false, ordering: .releasing)
                 connection = nil
             }
         }
+        listening.store(false, ordering: .releasing)
         connection = nil
         finished.signal()
     }
+
+    /// True while the connection listens and has not failed since `handler(nil)`
+    /// said so: every notification sent meanwhile reaches `handler`.
+    public var isListening: Bool { listening.load(ordering: .acquiring) }
 
     private func sleepOrWake(seconds: Double) {
         var fd = pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)

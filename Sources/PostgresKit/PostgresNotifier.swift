@@ -9,15 +9,19 @@ import Synchronization
 /// until the commit is flushed, so waiting for the flush would serialise
 /// every sender in the cluster. Callers never block on it.
 ///
-/// A batch that fails (the database is down) is dropped: listeners'
-/// long polls then end at their timeout instead of at once, and nothing else
-/// depends on a notification.
+/// A batch that fails is sent once more on a fresh connection; one that
+/// fails again (the database is down) is dropped, and so are payloads past
+/// `pendingMax`. After a drop, `lostPayload` (when given) goes first in the
+/// next batch that is sent, so listeners learn that they missed something;
+/// while it is owed the thread tries every `retrySeconds` even when idle.
 public final class PostgresNotifier: Sendable {
     private struct State {
         var pending: [String] = []
         var queued = Set<String>()
         var stopping = false
         var finished = false
+        /// Payloads were dropped since the last batch sent.
+        var lost = false
     }
 
     /// Distinct payloads waiting at most; beyond it new ones are dropped.
@@ -25,12 +29,16 @@ public final class PostgresNotifier: Sendable {
 
     private let conninfo: String
     private let channel: String
+    private let lostPayload: String?
+    private let retrySeconds: Double
     private let state = Mutex(State())
     private let condition = NSCondition()
 
-    public init(conninfo: String, channel: String) {
+    public init(conninfo: String, channel: String, lostPayload: String? = nil, retrySeconds: Double = 0.5) {
         self.conninfo = conninfo
         self.channel = channel
+        self.lostPayload = lostPayload
+        self.retrySeconds = retrySeconds
         let thread = Thread { [self] in loop() }
         thread.name = "notesfs.postgres.notifier"
         thread.start()
@@ -40,7 +48,12 @@ public final class PostgresNotifier: Sendable {
     public func notify(_ payload: String) {
         condition.lock()
         state.withLock { state in
-            guard !state.stopping, state.pending.count < Self.pendingMax, state.queued.insert(payload).inserted else { return }
+            guard !state.stopping else { return }
+            guard state.pending.count < Self.pendingMax else {
+                state.lost = true
+                return
+            }
+            guard state.queued.insert(payload).inserted else { return }
             state.pending.append(payload)
         }
         condition.signal()
@@ -58,26 +71,20 @@ public final class PostgresNotifier: Sendable {
                     defer {
                         state.pending = []
                         state.queued = []
+                        if lostPayload != nil { state.lost = false }
                     }
+                    if state.lost, let lostPayload { return ([lostPayload] + state.pending, state.stopping) }
                     return (state.pending, state.stopping)
                 }
                 if !batch.isEmpty || stopping { break }
                 condition.wait()
             }
             condition.unlock()
-            if !batch.isEmpty {
-                do {
-                    if connection == nil {
-                        let fresh = try PostgresConnection(conninfo: conninfo, applicationName: "notesfs-notifier")
-                        try fresh.execute("SET synchronous_commit = off")
-                        connection = fresh
-                    }
-                    try connection?.execute(
-                        "SELECT count(pg_notify($1, payload)) FROM unnest($2::text[]) AS payload", channel,
-                        Self.arrayLiteral(batch))
-                } catch {
-                    if connection?.isBroken ?? true { connection = nil }
-                }
+            if !batch.isEmpty && !send(batch, on: &connection) && !send(batch, on: &connection) {
+                if stopping { break }
+                state.withLock { $0.lost = true }
+                // Owed: try again after a pause, even if nothing new comes.
+                if lostPayload != nil { Thread.sleep(forTimeInterval: retrySeconds) }
             }
             if stopping && batch.isEmpty { break }
         }
@@ -86,6 +93,24 @@ public final class PostgresNotifier: Sendable {
         state.withLock { $0.finished = true }
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Sends one batch; false when it failed (the connection is dropped when broken).
+    private func send(_ batch: [String], on connection: inout PostgresConnection?) -> Bool {
+        do {
+            if connection == nil {
+                let fresh = try PostgresConnection(conninfo: conninfo, applicationName: "notesfs-notifier")
+                try fresh.execute("SET synchronous_commit = off")
+                connection = fresh
+            }
+            try connection?.execute(
+                "SELECT count(pg_notify($1, payload)) FROM unnest($2::text[]) AS payload", channel,
+                Self.arrayLiteral(batch))
+            return true
+        } catch {
+            if connection?.isBroken ?? true { connection = nil }
+            return false
+        }
     }
 
     /// A PostgreSQL text[] literal, every element quoted and escaped.

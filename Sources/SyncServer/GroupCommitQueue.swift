@@ -9,8 +9,12 @@ import Foundation
 /// transaction, savepoints, retries) is the backend's step:
 /// `GroupCommitWriter` for SQLite, `PostgresGroupWriter` for PostgreSQL.
 ///
-/// `@unchecked Sendable`: `pending`, `stopped` and `running` are guarded by
-/// `condition`; a job belongs to its submitter until it is queued, then to
+/// A backend may also ask for a periodic check: between groups, and at least
+/// every `Check.seconds` when idle, one writer thread runs it (outside any
+/// transaction). SQLite uses it to notice commits of other connections.
+///
+/// `@unchecked Sendable`: `pending`, `stopped`, `running`, `check` and
+/// `nextCheck` are guarded by `condition`; a job belongs to its submitter until it is queued, then to
 /// the one writer thread that took it.
 package final class GroupCommitQueue<Work>: @unchecked Sendable {
     /// One queued job: the backend's work, and the answer to its caller.
@@ -34,10 +38,23 @@ package final class GroupCommitQueue<Work>: @unchecked Sendable {
     /// committed; otherwise returns what to do once every job is answered.
     package typealias Step = @Sendable (_ thread: Int, _ group: [Job]) throws -> (() -> Void)?
 
+    /// A periodic check run on a writer thread, between groups.
+    package struct Check: Sendable {
+        package let seconds: Double
+        package let run: @Sendable (_ thread: Int) -> Void
+
+        package init(every seconds: Double, run: @escaping @Sendable (_ thread: Int) -> Void) {
+            self.seconds = seconds
+            self.run = run
+        }
+    }
+
     private let condition = NSCondition()
     private var pending: [Job] = []
     private var stopped = false
     private var running = 0
+    private var check: Check?
+    private var nextCheck = Date()
     private let groupJobsMax: Int
 
     /// A queue taking at most `groupJobsMax` jobs into one group; `start` runs it.
@@ -48,11 +65,14 @@ package final class GroupCommitQueue<Work>: @unchecked Sendable {
 
     /// Starts one writer thread per name, each running groups with `step`.
     /// Called once, by the backend's writer as soon as it can run groups.
-    package func start(threadNames: [String], step: @escaping Step) {
+    /// With `check`, also runs that between groups (see the type's comment).
+    package func start(threadNames: [String], check: Check? = nil, step: @escaping Step) {
         precondition(!threadNames.isEmpty, "group commit needs a writer thread")
         condition.lock()
         precondition(running == 0 && !stopped, "a group commit queue starts once")
         running = threadNames.count
+        self.check = check
+        if let check { nextCheck = Date().addingTimeInterval(check.seconds) }
         condition.unlock()
         for (index, name) in threadNames.enumerated() {
             let thread = Thread { [self] in loop(thread: index, step) }
@@ -96,24 +116,41 @@ package final class GroupCommitQueue<Work>: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// The next group, waiting for a job; nil once stopped with nothing queued.
-    private func nextGroup() -> [Job]? {
+    /// The next group (empty when only the check is due) and the check to
+    /// run before it, waiting for either; nil once stopped with nothing queued.
+    private func nextGroup() -> (group: [Job], check: Check?)? {
         condition.lock()
         defer { condition.unlock() }
-        while pending.isEmpty && !stopped { condition.wait() }
-        if pending.isEmpty {
+        while pending.isEmpty && !stopped {
+            guard check != nil else {
+                condition.wait()
+                continue
+            }
+            // Not `wait(until: .distantFuture)`: Foundation traps converting it.
+            guard Date() < nextCheck else { break }
+            _ = condition.wait(until: nextCheck)
+        }
+        if pending.isEmpty && stopped {
             running -= 1
             condition.broadcast()
             return nil
         }
+        var due: Check?
+        let now = Date()
+        if let check, now >= nextCheck {
+            due = check
+            nextCheck = now.addingTimeInterval(check.seconds)
+        }
         let count = min(pending.count, groupJobsMax)
         let group = Array(pending.prefix(count))
         pending.removeFirst(count)
-        return group
+        return (group, due)
     }
 
     private func loop(thread: Int, _ step: Step) {
-        while let group = nextGroup() {
+        while let (group, check) = nextGroup() {
+            check?.run(thread)
+            guard !group.isEmpty else { continue }
             let afterAnswers: (() -> Void)?
             do {
                 afterAnswers = try step(thread, group)

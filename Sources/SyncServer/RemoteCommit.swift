@@ -57,12 +57,14 @@ public struct RemoteCommit: Sendable, Hashable {
 
 extension SyncServer {
     /// Another process committed to `commit.account`: remembers the pushing
-    /// device's own stretch first, then wakes the account's parked polls, so
-    /// that device's poll sleeps through its own push wherever it was served.
+    /// device's own stretch first, forgets the account's head, then wakes the
+    /// account's parked polls, so that device's poll sleeps through its own
+    /// push wherever it was served and every other poll reads the new rows.
     public func remoteCommitted(_ commit: RemoteCommit) {
         if let own = commit.own {
             ownChanges.record(account: commit.account, device: own.device, epoch: own.epoch, from: own.from, to: own.to)
         }
+        heads.forget(commit.account)
         notifier.notify(commit.account)
     }
 }

@@ -12,6 +12,14 @@ public final class ServerMetrics: Sendable {
         var buckets = [Int](repeating: 0, count: ServerMetrics.latencyBucketsSeconds.count)
         var count = 0
         var sum = 0.0
+
+        mutating func add(_ seconds: Double) {
+            for (index, bound) in ServerMetrics.latencyBucketsSeconds.enumerated() where seconds <= bound {
+                buckets[index] += 1
+            }
+            count += 1
+            sum += seconds
+        }
     }
 
     private struct RequestKey: Hashable {
@@ -32,13 +40,8 @@ public final class ServerMetrics: Sendable {
     func record(route: String, status: Int, seconds: Double) {
         state.withLock { state in
             state.requests[RequestKey(route: route, status: status), default: 0] += 1
-            var histogram = state.latency[route] ?? Histogram()
-            for (index, bound) in Self.latencyBucketsSeconds.enumerated() where seconds <= bound {
-                histogram.buckets[index] += 1
-            }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.latency[route] = histogram
+            // In place: a copy taken out and put back would copy the buckets on every request.
+            state.latency[route, default: Histogram()].add(seconds)
         }
     }
 

@@ -16,21 +16,29 @@ public final class SyncServer: Sendable {
         public var historyRetentionSeconds: Double
         /// How much replaced text each account's history may hold.
         public var historyBudget: HistoryBudget
+        /// How long a head read from the store is trusted without reading it
+        /// again, when the store reports commits (`followCommits`): the
+        /// longest a change nobody announced (a process killed between its
+        /// commit and its notification) can go unseen by polls at the head.
+        public var headTrustSeconds: Double
 
         public init(
             limits: ProtocolLimits = .standard, tombstoneRetentionSeconds: Double = 90 * 86_400,
-            historyRetentionSeconds: Double = 30 * 86_400, historyBudget: HistoryBudget = HistoryBudget()
+            historyRetentionSeconds: Double = 30 * 86_400, historyBudget: HistoryBudget = HistoryBudget(),
+            headTrustSeconds: Double = 60
         ) {
             self.limits = limits
             self.tombstoneRetentionSeconds = tombstoneRetentionSeconds
             self.historyRetentionSeconds = historyRetentionSeconds
             self.historyBudget = historyBudget
+            self.headTrustSeconds = headTrustSeconds
         }
     }
 
     public let store: any ServerStore
     public let configuration: Configuration
     public let notifier = ChangeNotifier()
+    let heads: FeedHeads
     let ownChanges = OwnChangesLedger()
     let tokenUses = TokenUseThrottle()
     let accountKeys = AccountKeyCache()
@@ -46,6 +54,7 @@ public final class SyncServer: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
+        heads = FeedHeads(trustSeconds: configuration.headTrustSeconds)
     }
 
     var limits: ProtocolLimits { configuration.limits }
@@ -210,11 +219,18 @@ public final class SyncServer: Sendable {
         let outcome = try await store.push(account: account, ownChanges: own) { transaction in
             try PushProcessor.apply(prepared, in: transaction, device: device, now: now, clientCounter: clientCounter)
         }
-        if let own = own(outcome) {
+        let ownStretch = own(outcome)
+        if let own = ownStretch {
             // Before waking polls: this device's own poll sleeps through its push.
             ownChanges.record(account: account, device: device, epoch: epoch, from: own.from, to: own.to)
         }
-        if outcome.tally.applied > 0 { notifier.notify(account) }
+        if outcome.tally.replayed > 0 {
+            // A remembered answer: the commit it answers may never have been
+            // announced (its process died first). Announced now, as a push.
+            heads.forget(account)
+            (store as? any CommitReporting)?.announceCommit(RemoteCommit(account: account, own: ownStretch))
+        }
+        if outcome.tally.applied + outcome.tally.replayed > 0 { notifier.notify(account) }
         metrics.record(outcome.tally)
         var body = Data(#"{"results":["#.utf8)
         for (index, result) in outcome.results.enumerated() {
@@ -235,110 +251,6 @@ public final class SyncServer: Sendable {
                 "account=\(account) device=\(push.device) applied=\(tally.applied) conflict=\(tally.conflicts) "
                 + "refused=\(tally.refused) replayed=\(tally.replayed)")
     }
-
-    // MARK: Feed
-
-    private func changes(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
-        let limit = min(try integer(request, Endpoint.Query.limit) ?? limits.pageRowsMax, limits.pageRowsMax)
-        let wait = min(try integer(request, Endpoint.Query.wait) ?? 0, limits.waitSecondsMax)
-        guard limit >= 1 else { throw ServerError.badRequest("limit must be at least 1") }
-        let epoch = try await store.epoch()
-        var after: Int64 = 0
-        if let since = request.query[Endpoint.Query.since] {
-            let cursor = SyncCursor(rawValue: since)
-            guard let cursorEpoch = cursor.epoch, let counter = cursor.counter else {
-                throw ServerError.badRequest("since is not a cursor this server made")
-            }
-            guard cursorEpoch == epoch else {
-                throw ServerError.cursorGone("the cursor is from another server epoch (a restored or replaced server)")
-            }
-            after = counter
-        }
-        let requestedAfter = after
-        var read = try await store.changes(
-            account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
-        if after > read.head.counter {
-            throw ServerError.cursorGone("the cursor is ahead of this server's counter")
-        }
-        // No cursor means a fresh start, which misses nothing retention removed.
-        if request.query[Endpoint.Query.since] != nil && after < read.head.purgedThrough {
-            throw ServerError.cursorGone("the cursor is older than tombstone retention")
-        }
-        let device = try request.query[Endpoint.Query.device].map { text throws(ServerError) in
-            guard let device = DeviceID(text) else { throw ServerError.badRequest("device is not a device id") }
-            return device
-        }
-        var waited = false
-        if wait > 0 {
-            (read, after, waited) = try await waitForChanges(
-                request, account: account, device: device, epoch: epoch, after: after, read: read, limit: limit,
-                seconds: Double(wait))
-        }
-        let next =
-            read.hasMore ? (read.entities.last?.version ?? after) : max(after, read.head.counter)
-        let page = ChangesPage(
-            changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
-            hasMore: read.hasMore, epoch: epoch,
-            from: after == requestedAfter ? nil : SyncCursor(epoch: epoch, counter: after),
-            account: try await accountKey(account))
-        var response = ServerResponse(status: 200, contentType: "application/json", body: page.wireJSON)
-        response.logNote = "account=\(account) rows=\(read.entities.count)\(waited ? " waited" : "")"
-        return response
-    }
-
-    /// Holds a long poll until the feed has something after `after` that the
-    /// polling device does not already have, or `seconds` pass. Returns the
-    /// read, where it starts (moved past the device's own pushes), and whether
-    /// the poll parked. Each wake-up re-checks the token first, so a poll whose
-    /// token was revoked while it waited ends with 401 and sees nothing newer.
-    private func waitForChanges(
-        _ request: ServerRequest, account: AccountID, device: DeviceID?, epoch: String, after start: Int64, read first: FeedRead,
-        limit: Int, seconds: Double
-    ) async throws -> (FeedRead, after: Int64, waited: Bool) {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1_000))
-        var after = start
-        var read = first
-        var waited = false
-        // Each round moves `after` forward or waits; the bound is a backstop.
-        for _ in 0..<Self.longPollRoundsMax {
-            if let device, !read.entities.isEmpty,
-                let own = ownChanges.skip(account: account, device: device, epoch: epoch, after: after,
-                                          head: read.head.counter)
-            {
-                after = own
-                read = try await store.changes(
-                    account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
-                continue
-            }
-            let remaining = deadline - ContinuousClock.now
-            guard read.entities.isEmpty, remaining > .zero else { break }
-            // Arm before the second read: a commit after it fires the ticket.
-            let ticket = notifier.arm(account)
-            do {
-                read = try await store.changes(
-                    account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
-            } catch {
-                notifier.disarm(ticket)
-                throw error
-            }
-            guard read.entities.isEmpty else {
-                notifier.disarm(ticket)
-                continue
-            }
-            waited = true
-            let parts = remaining.components
-            await notifier.wait(ticket, seconds: Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
-            guard try await authenticate(request) == account else { throw ServerError.unauthorized }
-            read = try await store.changes(
-                account: account, after: after, rowsMax: limit, bytesMax: limits.pageBytesMax)
-            // Shutting down: answer with what there is.
-            if notifier.isClosed { break }
-        }
-        return (read, after, waited)
-    }
-
-    /// Rounds of one long poll (each waits or moves past the device's own changes).
-    static let longPollRoundsMax = 64
 
     // MARK: Index and fetch
 

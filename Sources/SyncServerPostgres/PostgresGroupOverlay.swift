@@ -26,6 +26,10 @@ final class PostgresGroupOverlay {
     /// Entity rows locked before the pushes ran, and the refs asked for.
     var prefetchedEntities: [AccountID: [EntityRef: StoredEntity]] = [:]
     var checkedRefs: [AccountID: Set<EntityRef>] = [:]
+    /// Refs whose row was in the table when read under the account lock (it
+    /// stays there until commit): the write statement updates these in
+    /// place and inserts the others.
+    private var existingRefs: [AccountID: Set<EntityRef>] = [:]
 
     init(counters: [AccountID: Int64]) { self.counters = counters }
 
@@ -61,9 +65,12 @@ final class PostgresGroupOverlay {
         }
     }
 
-    /// The statement locking the entity rows every push asked for, in
-    /// (account, kind, id) order: each account's rows in (kind, id) order,
-    /// all after every account row (DESIGN.md's lock order for each push).
+    /// The statement reading the entity rows every push asked for, after
+    /// every account row was locked. The rows need no lock of their own:
+    /// every statement that writes an entity row (a push, retention, the
+    /// isolated path) holds its account row first, so the account locks
+    /// already keep every other writer out until commit. Locking them cost a
+    /// sort, a lock per row and its WAL record (docs/postgres.md, "Benchmark").
     /// Nil when no push asked for any.
     func prefetchEntitiesStatement(_ wanted: [(AccountID, [EntityRef])]) -> PostgresConnection.Statement? {
         var accounts: [Int64] = []
@@ -82,16 +89,21 @@ final class PostgresGroupOverlay {
             SELECT e.account_id, \(PostgresServerStore.entityColumns)
             FROM unnest($1::int8[], $2::text[], $3::uuid[]) AS r(account_id, kind, id)
             JOIN entities e ON e.account_id = r.account_id AND e.kind = r.kind AND e.id = r.id
-            ORDER BY e.account_id, e.kind, e.id
-            FOR UPDATE OF e
             """, [.array(.int64(accounts)), .array(.text(kinds)), .array(.uuid(ids))])
     }
 
     func readEntities(_ rows: PostgresResult) throws {
         for row in 0..<rows.rowCount {
             let entity = try PostgresServerStore.entity(rows, row, from: 1)
-            prefetchedEntities[AccountID(try rows.int64(row, 0)), default: [:]][entity.ref] = entity
+            let account = AccountID(try rows.int64(row, 0))
+            prefetchedEntities[account, default: [:]][entity.ref] = entity
+            existingRefs[account, default: []].insert(entity.ref)
         }
+    }
+
+    /// Notes rows a push read on the spot (the probe did not foresee them).
+    func noteExisting(_ refs: some Sequence<EntityRef>, of account: AccountID) {
+        existingRefs[account, default: []].formUnion(refs)
     }
 
     /// Takes in a push that returned without error.
@@ -117,20 +129,26 @@ final class PostgresGroupOverlay {
     /// its text is fixed (columns travel as arrays), so it is prepared once.
     func writeStatement() -> PostgresConnection.Statement? {
         guard !writeOrder.isEmpty || !recordRows.isEmpty || !changedCounters.isEmpty else { return nil }
-        var rows: [(account: Int64, entity: StoredEntity)] = []
+        var rows: [(account: Int64, entity: StoredEntity, existed: Bool)] = []
         for (account, ref) in writeOrder {
-            if let entity = entities[account]?[ref] { rows.append((account.rawValue, entity)) }
+            if let entity = entities[account]?[ref] {
+                rows.append((account.rawValue, entity, existingRefs[account]?.contains(ref) == true))
+            }
         }
         // The rows the group replaces go into the history: those it found in
         // the table are copied there by the statement (as replaced by the
         // group's first write of the ref), versions written and replaced
-        // within the group are sent.
+        // within the group are sent. A row never seen in the table is
+        // inserted; should it be there after all, the insert fails and the
+        // group runs isolated.
         var superseded: [(account: Int64, ref: EntityRef, replacedAt: Int64)] = []
         var intermediate: [(account: Int64, entity: StoredEntity, replacedAt: Int64)] = []
         for (account, ref) in writeOrder {
             let versions = versionsWritten[account]?[ref] ?? []
             guard let first = versions.first else { continue }
-            superseded.append((account.rawValue, ref, PostgresServerStore.milliseconds(first.updatedAt)))
+            if existingRefs[account]?.contains(ref) == true {
+                superseded.append((account.rawValue, ref, PostgresServerStore.milliseconds(first.updatedAt)))
+            }
             for (older, newer) in zip(versions, versions.dropFirst()) {
                 intermediate.append((account.rawValue, older, PostgresServerStore.milliseconds(newer.updatedAt)))
             }
@@ -155,6 +173,7 @@ final class PostgresGroupOverlay {
             .array(.uuid(rows.map(\.entity.parentId))),
             .array(.int64(rows.map { PostgresServerStore.milliseconds($0.entity.updatedAt) })),
             .array(.uuid(rows.map { $0.entity.device?.uuid })),
+            .array(.bool(rows.map(\.existed))),
         ]
         let recordColumns: [PostgresValue] = [
             .array(.int64(recordRows.map(\.0.rawValue))),
@@ -184,38 +203,51 @@ final class PostgresGroupOverlay {
             .array(.uuid(intermediate.map { $0.entity.device?.uuid })),
             .array(.int64(intermediate.map(\.replacedAt))),
         ]
-        // Every part of the statement reads the snapshot from before it, so
-        // `superseded` copies the rows `written` replaces.
         return PostgresConnection.Statement(
-            """
-            WITH superseded AS (
-                INSERT INTO entity_versions(account_id, kind, id, version, change_id, deleted, name, body, parent_id,
-                    updated_at, device, replaced_at)
-                SELECT e.account_id, e.kind, e.id, e.version, e.change_id, e.deleted, e.name, e.body, e.parent_id,
-                    e.updated_at, e.device, r.replaced_at
-                FROM unnest($19::int8[], $20::text[], $21::uuid[], $22::int8[]) AS r(account_id, kind, id, replaced_at)
-                JOIN entities e ON e.account_id = r.account_id AND e.kind = r.kind AND e.id = r.id),
-            intermediate AS (
-                INSERT INTO entity_versions(account_id, kind, id, version, change_id, deleted, name, body, parent_id,
-                    updated_at, device, replaced_at)
-                SELECT * FROM unnest($23::int8[], $24::text[], $25::uuid[], $26::int8[], $27::uuid[], $28::bool[],
-                    $29::text[], $30::bytea[], $31::uuid[], $32::int8[], $33::uuid[], $34::int8[])),
-            written AS (
-                INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id,
-                    updated_at, device)
-                SELECT * FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::int8[], $5::uuid[], $6::bool[],
-                    $7::text[], $8::bytea[], $9::uuid[], $10::int8[], $11::uuid[])
-                ON CONFLICT (account_id, kind, id) DO UPDATE SET
-                    version = excluded.version, change_id = excluded.change_id, deleted = excluded.deleted,
-                    name = excluded.name, body = excluded.body, parent_id = excluded.parent_id,
-                    updated_at = excluded.updated_at, device = excluded.device),
-            remembered AS (
-                INSERT INTO seen_changes(account_id, change_id, payload_hash, result, created_at)
-                SELECT * FROM unnest($12::int8[], $13::uuid[], $14::bytea[], $15::bytea[], $16::int8[]))
-            UPDATE accounts a SET counter = c.counter
-            FROM unnest($17::int8[], $18::int8[]) AS c(account_id, counter)
-            WHERE a.account_id = c.account_id
-            """,
+            Self.writeSQL,
             entityColumns + recordColumns + counterColumns + supersededColumns + intermediateColumns)
     }
+
+    /// The group's write statement. Every part reads the snapshot from
+    /// before it, so `superseded` copies the rows `updated` replaces.
+    /// Rows known to be in the table are updated, not upserted: `ON
+    /// CONFLICT DO UPDATE` probes the key index again and locks the row (a
+    /// WAL record) before it updates it.
+    static let writeSQL =
+        """
+        WITH superseded AS (
+            INSERT INTO entity_versions(account_id, kind, id, version, change_id, deleted, name, body, parent_id,
+                updated_at, device, replaced_at)
+            SELECT e.account_id, e.kind, e.id, e.version, e.change_id, e.deleted, e.name, e.body, e.parent_id,
+                e.updated_at, e.device, r.replaced_at
+            FROM unnest($20::int8[], $21::text[], $22::uuid[], $23::int8[]) AS r(account_id, kind, id, replaced_at)
+            JOIN entities e ON e.account_id = r.account_id AND e.kind = r.kind AND e.id = r.id),
+        intermediate AS (
+            INSERT INTO entity_versions(account_id, kind, id, version, change_id, deleted, name, body, parent_id,
+                updated_at, device, replaced_at)
+            SELECT * FROM unnest($24::int8[], $25::text[], $26::uuid[], $27::int8[], $28::uuid[], $29::bool[],
+                $30::text[], $31::bytea[], $32::uuid[], $33::int8[], $34::uuid[], $35::int8[])),
+        written AS (
+            SELECT * FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::int8[], $5::uuid[], $6::bool[],
+                $7::text[], $8::bytea[], $9::uuid[], $10::int8[], $11::uuid[], $12::bool[])
+                AS w(account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device,
+                    existed)),
+        updated AS (
+            UPDATE entities e SET
+                version = w.version, change_id = w.change_id, deleted = w.deleted, name = w.name,
+                body = w.body, parent_id = w.parent_id, updated_at = w.updated_at, device = w.device
+            FROM written w
+            WHERE w.existed AND e.account_id = w.account_id AND e.kind = w.kind AND e.id = w.id),
+        inserted AS (
+            INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id,
+                updated_at, device)
+            SELECT account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device
+            FROM written WHERE NOT existed),
+        remembered AS (
+            INSERT INTO seen_changes(account_id, change_id, payload_hash, result, created_at)
+            SELECT * FROM unnest($13::int8[], $14::uuid[], $15::bytea[], $16::bytea[], $17::int8[]))
+        UPDATE accounts a SET counter = c.counter
+        FROM unnest($18::int8[], $19::int8[]) AS c(account_id, counter)
+        WHERE a.account_id = c.account_id
+        """
 }

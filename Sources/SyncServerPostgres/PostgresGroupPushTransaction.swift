@@ -89,7 +89,9 @@ final class PostgresGroupPushTransaction: PushTransaction {
             return !checked.contains(ref)
         }
         guard !unknown.isEmpty else { return entities }
-        return entities.merging(try PostgresPushTransaction.lockRows(unknown, of: account, on: connection)) { $1 }
+        let read = try PostgresPushTransaction.lockRows(unknown, of: account, on: connection)
+        group.noteExisting(read.keys, of: account)
+        return entities.merging(read) { $1 }
     }
 
     func entity(_ ref: EntityRef) throws -> StoredEntity? {
@@ -98,7 +100,9 @@ final class PostgresGroupPushTransaction: PushTransaction {
         {
             return entity
         }
-        return try PostgresPushTransaction.row(ref, of: account, on: connection)
+        let read = try PostgresPushTransaction.row(ref, of: account, on: connection)
+        if read != nil { group.noteExisting([ref], of: account) }
+        return read
     }
 
     func write(_ entity: StoredEntity, replacing previous: StoredEntity?) throws {

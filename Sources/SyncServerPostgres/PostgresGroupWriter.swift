@@ -13,14 +13,14 @@ import SyncServer
 ///    `SELECT … ORDER BY account_id FOR UPDATE` (so groups in different
 ///    processes never deadlock on accounts: each waits only for higher ids);
 /// 2. the idempotency rows of every push (one statement), then the entity
-///    rows of every push in (account, kind, id) order with `FOR UPDATE` (one
-///    statement). Which change ids and rows a push needs is learned by two dry
-///    runs of its body that stop at the lookup. An entity row is only ever
-///    locked by a holder of its account row, so entity locks never wait
-///    across transactions; each push still sees account row → idempotency →
-///    entities in (kind, id) order;
-/// 3. every push's rows, answers and counters in one statement (`unnest`
-///    arrays), then `COMMIT`.
+///    rows of every push (one statement, no row locks: every writer of an
+///    entity row holds its account row first, so the account locks cover
+///    them). Which change ids and rows a push needs is learned by a dry run
+///    of its body that stops at the lookup. Each push still sees account row
+///    → idempotency → entities;
+/// 3. every push's rows (updated where the group found them, else
+///    inserted), answers and counters in one statement (`unnest` arrays),
+///    then `COMMIT`.
 ///
 /// Pushes keep their writes in memory until step 3, so a push whose body
 /// throws (a `change_id_reused` 409, a missing account) has sent nothing and

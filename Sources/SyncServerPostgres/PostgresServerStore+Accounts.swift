@@ -9,7 +9,10 @@ import SyncServer
 extension PostgresServerStore {
     public func token(id: String) async throws -> TokenRecord? {
         let now = ContinuousClock.now
-        if let cached = shared.tokens.withLock({ $0[id] }), cached.expires > now { return cached.record }
+        // Only while the listener listens: otherwise a revocation may go unheard.
+        if listener?.isListening == true, let cached = shared.tokens.withLock({ $0[id] }), cached.expires > now {
+            return cached.record
+        }
         let record: TokenRecord? = try await run { connection in
             let rows = try connection.execute(
                 """

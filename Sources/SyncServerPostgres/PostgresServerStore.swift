@@ -13,9 +13,10 @@ import SyncServer
 /// queued while the previous group committed, one `COMMIT` for all) that
 /// first take the account rows in ascending account order with
 /// `SELECT … FOR UPDATE` (the counter lives there and stays locked until
-/// commit), then per push read the idempotency rows, then lock the entity
-/// rows with one `SELECT … ORDER BY kind, id FOR UPDATE`. Pushes to one
-/// account are therefore serialised across every process, and a feed read —
+/// commit), then read the idempotency rows, then the entity rows (which the
+/// account locks cover: every writer of an entity row holds its account
+/// row first). Pushes to one account are therefore serialised across every
+/// process, and a feed read —
 /// one statement, one snapshot holding the counter and the rows it stamped
 /// together — can never pass over a change still being written. Deadlocks
 /// and serialization failures roll the whole group back and it runs again (at
@@ -76,6 +77,8 @@ public final class PostgresServerStore: ServerStore {
         let observer = Mutex<CommitObserver<RemoteCommit>?>(nil)
         /// The handler of token changes (adds and revocations) in any process.
         let tokenObserver = Mutex<CommitObserver<AccountID?>?>(nil)
+        /// Where every commit is reported (`CommitReporting`).
+        let reporter = Mutex<CommitObserver<StoreCommit>?>(nil)
         /// This store's random id: its own notifications are skipped (a local
         /// push wakes local polls directly).
         let instance = UUIDText.format(UUID())
@@ -117,8 +120,8 @@ public final class PostgresServerStore: ServerStore {
     /// The `NOTIFY` channel: one per PostgreSQL schema holding a notesfs store.
     let channel: String
     let shared: Shared
-    private let listener: PostgresListener?
-    private let notifier: PostgresNotifier
+    let listener: PostgresListener?
+    let notifier: PostgresNotifier
     private let writer: PostgresGroupWriter
     private let closed = Atomic<Bool>(false)
     /// Never changes once made (`AccountKey`).
@@ -144,7 +147,8 @@ public final class PostgresServerStore: ServerStore {
         var poolOptions = options.pool
         poolOptions.settings += Self.plannerSettings
         pool = PostgresPool(conninfo: conninfo, options: poolOptions)
-        notifier = PostgresNotifier(conninfo: conninfo, channel: channel)
+        // `x:` tells the other processes that notifications of this one were lost.
+        notifier = PostgresNotifier(conninfo: conninfo, channel: channel, lostPayload: "x:\(shared.instance)")
         writer = PostgresGroupWriter(
             conninfo: conninfo, settings: Self.plannerSettings, writers: options.groupWriters,
             groupPushesMax: options.groupPushesMax,
@@ -185,7 +189,8 @@ public final class PostgresServerStore: ServerStore {
 
     private static func received(_ notification: PostgresConnection.Notification?, _ shared: Shared) {
         guard let notification else {
-            // Reconnected: a token notification may have been missed.
+            // Listening (again): a commit or token notification may have been missed.
+            shared.reporter.withLock { $0 }?.call(.unknown)
             shared.forgetTokens(of: nil)
             shared.tokenObserver.withLock { $0 }?.call(nil)
             return
@@ -198,11 +203,16 @@ public final class PostgresServerStore: ServerStore {
                 let commit = RemoteCommit(payloadFields: fields.dropFirst(2))
             else { return }
             shared.observer.withLock { $0 }?.call(commit)
+            shared.reporter.withLock { $0 }?.call(.remote(commit))
             return
         }
         let parts = payload.split(separator: ":", maxSplits: 1).map(String.init)
         if parts.count == 2, parts[0] == "e" {
             shared.epoch.withLock { $0 = parts[1] }
+            shared.reporter.withLock { $0 }?.call(.unknown)
+        } else if parts.count == 2, parts[0] == "x", parts[1] != shared.instance {
+            // Another process could not send some of its notifications.
+            shared.reporter.withLock { $0 }?.call(.unknown)
         } else if parts.count == 2, parts[0] == "t", let raw = Int64(parts[1]) {
             shared.forgetTokens(of: AccountID(raw))
             shared.tokenObserver.withLock { $0 }?.call(AccountID(raw))
@@ -269,6 +279,7 @@ public final class PostgresServerStore: ServerStore {
             }
         }
         shared.epoch.withLock { $0 = epoch }
+        shared.reporter.withLock { $0 }?.call(.unknown)
         return epoch
     }
 
@@ -287,6 +298,8 @@ public final class PostgresServerStore: ServerStore {
         _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result {
         guard !closed.load(ordering: .acquiring) else { throw ServerStoreError.unavailable("the store is closed") }
+        // Also when it failed: a lost COMMIT's outcome is unknown.
+        defer { shared.reporter.withLock { $0 }?.call(.local(account)) }
         return try await writer.push(account: account, ownChanges: ownChanges, body)
     }
 

@@ -9,6 +9,10 @@ import SyncServer
 /// that throws rolls back its savepoint alone; a failed commit fails every
 /// write of the group.
 ///
+/// Between groups, and at least every `checkSeconds` when idle, the thread
+/// runs `check` on the connection (outside any transaction): the store uses
+/// it to notice commits made through other connections.
+///
 /// `@unchecked Sendable`: `connection` is used only on the writer thread.
 final class GroupCommitWriter: @unchecked Sendable {
     /// One queued write: runs inside the group's transaction and keeps its result.
@@ -17,12 +21,19 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let connection: Connection
     private let queue: GroupCommitQueue<Write>
 
-    init(path: String, groupWritesMax: Int = 512, prepare: (Connection) throws -> Void) throws {
+    /// `prepare` runs on the caller's thread before the writer starts;
+    /// `check` only ever on the writer thread.
+    init(
+        path: String, groupWritesMax: Int = 512, checkSeconds: Double = 0.2, prepare: (Connection) throws -> Void,
+        check: @escaping @Sendable (Connection) -> Void = { _ in }
+    ) throws {
         connection = try Connection(
             path: path, options: Connection.Options(mode: .readWriteCreate, synchronous: .full))
         try prepare(connection)
         queue = GroupCommitQueue(groupJobsMax: groupWritesMax)
-        queue.start(threadNames: ["notesfs.server.writer"]) { [self] _, group in
+        // `self` is `@unchecked Sendable`; the check runs on the writer thread only.
+        let periodic = GroupCommitQueue<Write>.Check(every: checkSeconds) { [self] _ in check(connection) }
+        queue.start(threadNames: ["notesfs.server.writer"], check: periodic) { [self] _, group in
             try runGroup(group)
             return nil
         }

@@ -37,18 +37,25 @@ public final class SQLiteServerStore: ServerStore {
     private let closed = Atomic<Bool>(false)
     /// Never changes once made (`AccountKey`).
     private let installationSecretValue: String
+    /// Where commits are reported (`CommitReporting`).
+    let commitReports: SQLiteCommitReports
 
     /// Opens (creating when missing) the store at `path` and migrates its schema.
     public init(path: String, options: Options = Options()) throws {
         self.path = path
         var epoch = ""
         var secret = ""
+        let reports = SQLiteCommitReports()
+        commitReports = reports
         do {
-            writer = try GroupCommitWriter(path: path, groupWritesMax: options.groupWritesMax) { connection in
-                try SQLiteServerSchema.migrate(connection)
-                epoch = try SQLiteServerSchema.epoch(connection)
-                secret = try SQLiteServerSchema.installationSecret(connection)
-            }
+            writer = try GroupCommitWriter(
+                path: path, groupWritesMax: options.groupWritesMax, checkSeconds: Self.otherWritersCheckSeconds,
+                prepare: { connection in
+                    try SQLiteServerSchema.migrate(connection)
+                    epoch = try SQLiteServerSchema.epoch(connection)
+                    secret = try SQLiteServerSchema.installationSecret(connection)
+                    reports.checkOtherWriters(connection)
+                }, check: { connection in reports.checkOtherWriters(connection) })
             readers = try (0..<max(1, options.readers)).map { index in
                 try SQLiteReader(path: path, label: "notesfs.server.reader.\(index)")
             }
@@ -118,6 +125,7 @@ public final class SQLiteServerStore: ServerStore {
             return epoch
         }
         currentEpoch.withLock { $0 = epoch }
+        commitReports.report(.unknown)
         return epoch
     }
 
@@ -130,7 +138,9 @@ public final class SQLiteServerStore: ServerStore {
     public func push<Result: Sendable>(
         account: AccountID, _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result {
-        try await write { connection in
+        // Also when it failed: a commit whose outcome is unknown may have happened.
+        defer { commitReports.report(.local(account)) }
+        return try await write { connection in
             try body(SQLitePushTransaction(connection: connection, account: account))
         }
     }

@@ -121,9 +121,11 @@ struct ServeCommand: Command {
                 limits: limits, tombstoneRetentionSeconds: Double(retentionDays) * 86_400,
                 historyRetentionSeconds: Double(historyDays) * 86_400, historyBudget: historyBudget),
             logger: logger)
-        // Commits made through other serve processes wake this one's long polls.
+        // Commits made elsewhere (other serve processes, other connections to
+        // the file) wake this process's long polls, and every account's head
+        // is kept in memory, so an idle long poll reads nothing.
+        if let reporter = store as? any CommitReporting { server.followCommits(of: reporter) }
         if let shared = store as? PostgresServerStore {
-            shared.onRemoteCommit { commit in server.remoteCommitted(commit) }
             // A token revoked anywhere ends that account's parked polls with 401 at once.
             shared.onTokensChanged { account in server.tokensChanged(account: account) }
         }

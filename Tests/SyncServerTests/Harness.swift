@@ -112,6 +112,8 @@ final class Harness: Sendable {
         server = SyncServer(
             store: store, configuration: SyncServer.Configuration(limits: limits, tombstoneRetentionSeconds: 86_400),
             clock: clock.clock)
+        // As `notesfs serve` does: polls at a known head read nothing.
+        if let reporter = store as? any CommitReporting { server.followCommits(of: reporter) }
         transport = try transportKind.make(server)
     }
 

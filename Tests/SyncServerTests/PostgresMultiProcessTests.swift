@@ -134,7 +134,9 @@ import TestSupport
         let token = added.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(AccessToken(text: token) != nil, "account add prints the token: \(added.standardOutput)")
         let again = try await notesfs(["account", "add", "erin", "--postgres", conninfo])
-        #expect(again.status == 0 && again.standardError.contains("exists"), "a second add makes a second token")
+        #expect(
+            again.status == 0 && again.standardError.contains("exists"),
+            "a second add makes a second token: \(again.standardError)")
         let secondToken = again.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(AccessToken(text: secondToken) != nil && secondToken != token)
         let listed = try await notesfs(["account", "list", "--postgres", conninfo]).standardOutput

@@ -37,6 +37,16 @@ import Testing
             #expect(!plan.contains("Seq Scan on \(lookup.table)"), "\(plan)")
             #expect(plan.contains("Index Scan using \(lookup.table)_pkey"), "\(plan)")
         }
+        // The group's write finds the rows it updates and the rows it copies
+        // into the history by key too (every parameter is an array, so the
+        // generic plan does not depend on the values given here).
+        try connection.execute("PREPARE write AS " + PostgresGroupOverlay.writeSQL)
+        let nulls = Array(repeating: "NULL", count: 35).joined(separator: ", ")
+        let rows = try connection.execute("EXPLAIN EXECUTE write(\(nulls))")
+        let plan = try (0..<rows.rowCount).map { try rows.string($0, 0) }.joined(separator: "\n")
+        #expect(!plan.contains("Seq Scan on entities"), "\(plan)")
+        #expect(plan.components(separatedBy: "Index Scan using entities_pkey on entities e").count == 3, "\(plan)")
+        #expect(!plan.contains("Conflict"), "rows known to exist are updated, not upserted: \(plan)")
         // The pool's connections (reads, accounts, tokens) are made with the same settings.
         let shown = try await store.pool.withConnection { connection in
             [try connection.execute("SHOW enable_seqscan").string(0, 0),

@@ -37,7 +37,15 @@ final class Flag: Sendable {
         #expect(epochs.count == 1)
         #expect(secrets.count == 1, "every process keeps the one installation secret")
         let connection = try PostgresConnection(conninfo: conninfo)
-        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 3)
+        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 4)
+        // Bodies are compressed with lz4 (the test cluster's PostgreSQL has it).
+        let compression = try connection.execute(
+            """
+            SELECT attrelid::regclass::text, attcompression::text FROM pg_attribute
+            WHERE attname = 'body' AND attrelid IN ('entities'::regclass, 'entity_versions'::regclass)
+            ORDER BY 1
+            """)
+        #expect(try (0..<compression.rowCount).map { try compression.string($0, 1) } == ["l", "l"])
         #expect(try connection.execute("SELECT key FROM server_meta ORDER BY key").rowCount == 2, "epoch and secret, once each")
         for store in stores { await store.close() }
     }

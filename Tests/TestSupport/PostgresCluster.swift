@@ -76,7 +76,10 @@ public final class PostgresCluster: Sendable {
     private let settingsText = Mutex<String>("")
 
     private func startServer(settings: [String: String]) throws {
-        var options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory) -c max_connections=300"
+        // Room for every suite of one parallel `swift test` run at once: each
+        // store keeps a pool, two writers, a listener and a notifier, and
+        // 300 ran out ("too many clients already") when all ran together.
+        var options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory) -c max_connections=1000"
         for (name, value) in settings.sorted(by: { $0.key < $1.key }) { options += " -c \(name)=\(value)" }
         settingsText.withLock { $0 = options }
         try Self.run("pg_ctl", ["-D", dataDirectory, "-l", logPath, "-w", "-t", String(Self.timeoutSeconds), "-o", options, "start"])

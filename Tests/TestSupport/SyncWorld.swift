@@ -32,6 +32,8 @@ public final class SyncWorld: Sendable {
             path: SQLiteServerStore.databasePath(inDirectory: directory.path))
         self.serverStore = serverStore
         server = SyncServer(store: serverStore, configuration: configuration)
+        // As `notesfs serve` does: polls at a known head read nothing.
+        server.followCommits(of: serverStore)
         token = try await AccountManager(store: serverStore).add(name: "alice").token.text
     }
 

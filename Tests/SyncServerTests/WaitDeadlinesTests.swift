@@ -1,0 +1,28 @@
+import Synchronization
+import Testing
+import TestSupport
+
+@testable import SyncServer
+
+/// The long-poll timer thread ends each wait at its deadline, earliest first,
+/// whatever order the deadlines came in.
+@Suite struct WaitDeadlinesTests {
+    @Test func waitsEndInTheOrderOfTheirDeadlinesAndAnEarlierOneWakesTheSleepingThread() async throws {
+        let ended = Mutex<[String]>([])
+        let deadlines = WaitDeadlines<String>(label: "test-deadlines", grain: .zero) { items in
+            ended.withLock { $0 += items }
+        }
+        let now = ContinuousClock.now
+        deadlines.add("late", at: now + .seconds(60))
+        // The thread now sleeps toward the late one; these must still end first.
+        deadlines.add("third", at: now + .milliseconds(300))
+        deadlines.add("first", at: now + .milliseconds(100))
+        deadlines.add("second", at: now + .milliseconds(200))
+        #expect(try await waitUntil { ended.withLock { $0.count } == 3 })
+        #expect(ended.withLock { $0 } == ["first", "second", "third"])
+        deadlines.stop()
+        #expect(ended.withLock { $0 } == ["first", "second", "third", "late"], "stop ends every wait at once")
+        deadlines.add("after stop", at: now + .seconds(60))
+        #expect(ended.withLock { $0.last } == "after stop")
+    }
+}
