@@ -30,6 +30,7 @@ enum ErrnoMapping {
         case .diskFull: ENOSPC
         case .newerSchema: EIO
         case .syncMismatch: EIO
+        case .damaged: EIO
         case .busy: EBUSY
         // The store turns SQLite's and a local file's "disk full" into `.diskFull`.
         case .database, .localFile: EIO

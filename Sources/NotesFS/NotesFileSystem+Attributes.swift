@@ -18,8 +18,8 @@ extension NotesFileSystem {
         let info = try tree.syncInfo(for: try resolve(inode))
         switch name {
         case Self.idAttribute:
-            guard !info.id.isEmpty else { throw FileSystemError.noData }
-            return Array(info.id.utf8)
+            guard let entity = info.entity else { throw FileSystemError.noData }
+            return Array(entity.idText.utf8)
         case Self.stateAttribute:
             return Array(info.state.rawValue.utf8)
         case Self.versionAttribute:
@@ -33,7 +33,7 @@ extension NotesFileSystem {
     func extendedAttributeNames(inode: UInt64) throws -> [String] {
         let info = try tree.syncInfo(for: try resolve(inode))
         var names: [String] = []
-        if !info.id.isEmpty { names.append(Self.idAttribute) }
+        if info.entity != nil { names.append(Self.idAttribute) }
         names.append(Self.stateAttribute)
         if info.version != nil { names.append(Self.versionAttribute) }
         return names

@@ -92,7 +92,7 @@ extension SimWorld {
             trace("  server: \(change.kind.rawValue) \(change.id.uuidString.prefix(8)) \(change.op.rawValue) base \(change.baseVersion.map(String.init) ?? "nil") -> \(Self.describe(result.outcome))")
             switch result.outcome {
             case .refused(let reason, _):
-                refusedByServer.insert(Self.refusalKey(device: device, kind: change.kind.rawValue, id: change.id))
+                refusedByServer.insert(Refusal(device: device, ref: change.ref))
                 if !isLegitimateRefusal(change, reason: reason, folders: folders) {
                     violation("\(devices[device].name): the server refused an applicable change \(original): \(reason)")
                 }

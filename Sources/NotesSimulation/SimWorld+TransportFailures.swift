@@ -73,8 +73,10 @@ extension SimTransport {
 }
 
 extension SimWorld {
-    static func refusalKey(device: Int, kind: String, id: UUID) -> String {
-        "\(device)|\(kind)|\(UUIDText.format(id))"
+    /// A change the server refused one device.
+    struct Refusal: Hashable {
+        var device: Int
+        var ref: EntityRef
     }
 
     /// The server's own `413 payload_too_large` for a push of one change is
@@ -84,7 +86,7 @@ extension SimWorld {
             let error = try? WireCoding.decoder().decode(ErrorBody.self, from: body),
             error.error.code == .payloadTooLarge
         else { return }
-        refusedByServer.insert(Self.refusalKey(device: device, kind: change.kind.rawValue, id: change.id))
+        refusedByServer.insert(Refusal(device: device, ref: change.ref))
     }
 
     /// Every refusal a device settled (its `(not synced)` copies, its undone
@@ -99,8 +101,8 @@ extension SimWorld {
                 ($0.string(0), $0.string(1), $0.string(2))
             }
             for (kind, id, reason) in settled {
-                guard let uuid = UUIDText.parse(id) else { continue }
-                if !refusedByServer.contains(Self.refusalKey(device: index, kind: kind, id: uuid)) {
+                guard let kind = EntityKind(rawValue: kind), let uuid = UUIDText.parse(id) else { continue }
+                if !refusedByServer.contains(Refusal(device: index, ref: EntityRef(kind: kind, id: uuid))) {
                     violation("\(device.name): settled \(kind) \(id.prefix(8)) as refused (\(reason)) though the server never refused it")
                 }
             }

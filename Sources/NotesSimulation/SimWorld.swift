@@ -18,9 +18,9 @@ public final class SimWorld: @unchecked Sendable {
     public let seed: UInt64
     public let configuration: SimConfiguration
     public let breakage: SimBreakage
-    /// `device|kind|id` of every change the server refused for a device (the
+    /// Every change the server refused, with the device it refused (the
     /// only refusals a device may settle; `SimWorld+TransportFailures.swift`).
-    var refusedByServer = Set<String>()
+    var refusedByServer = Set<Refusal>()
     let directory: String
     let traceEnabled: Bool
     var random: SimRandom

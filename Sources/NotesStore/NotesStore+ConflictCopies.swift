@@ -13,8 +13,10 @@ import SQLiteKit
 extension NotesStore {
     /// This device's id, read inside the caller's transaction.
     func deviceID(_ db: Connection) throws -> DeviceID {
-        let stored = try db.queryOne("SELECT device_id FROM sync_state WHERE id = 1") { DeviceID($0.string(0)) }
-        guard let id = stored ?? nil else { throw StoreError.notFound("this device's id in the sync state") }
+        let stored = try db.query("SELECT device_id FROM sync_state WHERE id = 1") {
+            DeviceID(try $0.uuid(0, in: "sync_state"))
+        }
+        guard let id = stored.first else { throw StoreError.notFound("this device's id in the sync state") }
         return id
     }
 

@@ -152,18 +152,19 @@ extension NotesStore {
             ) { $0.int(0) } ?? 0
         let folders = try db.query(
             """
-            SELECT o.entity_id FROM outbox o JOIN folders f ON f.id = o.entity_id
+            SELECT f.id FROM outbox o JOIN folders f ON f.id = o.entity_id
             WHERE o.entity_kind = 'folder' AND o.op = 'delete' AND o.state = 'pending'
               AND f.deleted = 1 AND f.updated_ns > ?
             """, time
-        ) { $0.string(0) }
-        var inside = Set<String>()
+        ) { FolderID($0.string(0)) }.compactMap { $0 }
+        var inside = Set<NoteID>()
         for folder in folders { inside.formUnion(try liveNotes(inFolder: folder, db)) }
         return (notes + inside.count, folders.count)
     }
 
-    /// The live notes inside a folder and its subfolders, at any depth.
-    func liveNotes(inFolder folderID: String, _ db: Connection) throws -> Set<String> {
+    /// The live notes inside a folder and its subfolders, at any depth (a
+    /// row whose id is not a UUID is skipped, as `NoteRow` skips it).
+    func liveNotes(inFolder folderID: FolderID, _ db: Connection) throws -> Set<NoteID> {
         // UNION (not UNION ALL) stops at a folder seen before, so a cycle cannot loop.
         Set(
             try db.query(
@@ -173,13 +174,13 @@ extension NotesStore {
                 )
                 SELECT n.id FROM notes n JOIN tree ON n.folder_id = tree.id WHERE n.deleted = 0
                 """, folderID
-            ) { $0.string(0) })
+            ) { NoteID($0.string(0)) }.compactMap { $0 })
     }
 
     /// When the note or folder was deleted here (its tombstone's time).
-    func deletionTime(_ db: Connection, kind: EntityKind, id: String) throws -> Int64 {
-        let table = kind == .note ? "notes" : "folders"
-        return try db.queryOne("SELECT updated_ns FROM \(table) WHERE id = ?", id) { $0.int64(0) } ?? now
+    func deletionTime(_ db: Connection, _ ref: EntityRef) throws -> Int64 {
+        let table = ref.kind == .note ? "notes" : "folders"
+        return try db.queryOne("SELECT updated_ns FROM \(table) WHERE id = ?", ref.idText) { $0.int64(0) } ?? now
     }
 
     /// Trips the guard: from now on every further deletion is held.
@@ -208,21 +209,18 @@ extension NotesStore {
 
     /// Remembers a deletion let through, so later ones in the window count it.
     /// Entries older than the window are pruned on the way.
-    func logDeletion(_ db: Connection, direction: String, kind: EntityKind, id: String, notes: Int, at time: Int64)
-        throws
-    {
+    func logDeletion(_ db: Connection, direction: String, _ ref: EntityRef, notes: Int, at time: Int64) throws {
         try db.run("DELETE FROM deletion_log WHERE at_ns < ?", now - Self.massDeleteWindowNanoseconds)
         try db.run(
             "INSERT INTO deletion_log(at_ns, direction, entity_kind, entity_id, notes) VALUES (?, ?, ?, ?, ?)", time,
-            direction, kind.rawValue, id, notes)
+            direction, ref.kind, ref.idText, notes)
     }
 
     /// Logs a tombstone that is being frozen (sent): at the time it was made,
     /// so one made before the last confirmation never counts again.
-    func logPushedDeletion(_ db: Connection, kind: EntityKind, id: String) throws {
-        let notes = kind == .note ? 1 : try liveNotes(inFolder: id, db).count
-        try logDeletion(
-            db, direction: "push", kind: kind, id: id, notes: notes, at: try deletionTime(db, kind: kind, id: id))
+    func logPushedDeletion(_ db: Connection, _ ref: EntityRef) throws {
+        let notes = try ref.folderID.map { try liveNotes(inFolder: $0, db).count } ?? 1
+        try logDeletion(db, direction: "push", ref, notes: notes, at: try deletionTime(db, ref))
     }
 
     // MARK: Pulled deletions
@@ -232,18 +230,16 @@ extension NotesStore {
     func pulledDeletionRemovesLive(_ db: Connection, _ entity: RemoteEntity) throws -> Bool {
         guard entity.deleted else { return false }
         let serverVersion: Int64?
-        switch entity.kind {
-        case .note:
-            guard let id = NoteID(entity.entityID), let row = try NoteRow.load(db, id: id), !row.deleted, !row.isDirty
-            else { return false }
+        if let id = entity.ref.noteID {
+            guard let row = try NoteRow.load(db, id: id), !row.deleted, !row.isDirty else { return false }
             serverVersion = row.serverVersion
-        case .folder:
-            guard let id = FolderID(entity.entityID), let row = try FolderRow.load(db, id: id), !row.deleted,
-                !row.isDirty
-            else { return false }
+        } else if let id = entity.ref.folderID {
+            guard let row = try FolderRow.load(db, id: id), !row.deleted, !row.isDirty else { return false }
             serverVersion = row.serverVersion
+        } else {
+            return false
         }
-        if try hasOutbox(db, kind: entity.kind, id: entity.entityID) { return false }
+        if try hasOutbox(db, entity.ref) { return false }
         if let serverVersion, entity.version <= serverVersion { return false }
         return true
     }
@@ -256,14 +252,12 @@ extension NotesStore {
         deletions: Set<Int>, held: Bool
     ) {
         var deletions = Set<Int>()
-        var notes = Set<String>()
+        var notes = Set<NoteID>()
         for (index, entity) in entities.enumerated() where entity.deleted {
             guard try pulledDeletionRemovesLive(db, entity) else { continue }
             deletions.insert(index)
-            switch entity.kind {
-            case .note: notes.insert(entity.entityID)
-            case .folder: notes.formUnion(try liveNotes(inFolder: entity.entityID, db))
-            }
+            if let id = entity.ref.noteID { notes.insert(id) }
+            if let id = entity.ref.folderID { notes.formUnion(try liveNotes(inFolder: id, db)) }
         }
         let state = try deleteGuardState(db)
         if deletions.isEmpty || state.isHeld { return (deletions, state.isHeld) }
@@ -280,13 +274,13 @@ extension NotesStore {
             """
             INSERT INTO held_pulls(entity_kind, entity_id, version, held_ns) VALUES (?, ?, ?, ?)
             ON CONFLICT(entity_kind, entity_id) DO UPDATE SET version = max(version, excluded.version)
-            """, entity.kind.rawValue, entity.entityID, entity.version, now)
+            """, entity.kind, entity.ref.idText, entity.version, now)
     }
 
     /// Held pulled tombstones that still mean something: the entity is live
     /// here and the tombstone is newer than what this machine has (a later
     /// edit that revived it makes the tombstone stale), in the feed's order.
-    func effectiveHeldPulls(_ db: Connection) throws -> [(kind: EntityKind, id: String, version: Int64)] {
+    func effectiveHeldPulls(_ db: Connection) throws -> [(ref: EntityRef, version: Int64)] {
         try db.query(
             """
             SELECT h.entity_kind, h.entity_id, h.version FROM held_pulls h
@@ -296,8 +290,8 @@ extension NotesStore {
                      AND f.deleted = 0 AND ifnull(f.server_version, -1) < h.version))
             ORDER BY h.seq
             """
-        ) { row -> (kind: EntityKind, id: String, version: Int64)? in
-            EntityKind(rawValue: row.string(0)).map { ($0, row.string(1), row.int64(2)) }
-        }.compactMap { $0 }
+        ) { row in
+            (try row.entityRef(kind: 0, id: 1, in: "held_pulls"), row.int64(2))
+        }
     }
 }

@@ -6,38 +6,36 @@ import SQLiteKit
 // caller's transaction and records what it changed in `commit`.
 extension NotesStore {
     /// Queues (or coalesces into the entity's pending row) a change for the outbox.
-    func enqueue(
-        _ db: Connection, kind: EntityKind, id: String, op: String, commit: inout StoreCommit
-    ) throws {
+    func enqueue(_ db: Connection, _ ref: EntityRef, _ operation: ChangeOperation, commit: inout StoreCommit) throws {
         commit.outboxChanged = true
         // The same change already queued: the upsert below would change
         // nothing. Skipping it (and the new change id) matters to the kernel's
         // writes into a large note, thousands in a row.
         let queued = try db.queryOne(
-            "SELECT op FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", kind.rawValue, id
-        ) { $0.string(0) }
-        guard queued != op else { return }
+            "SELECT op FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", ref.kind, ref.idText
+        ) { ChangeOperation(rawValue: $0.string(0)) } ?? nil
+        guard queued != operation else { return }
         try db.run(
             """
             INSERT INTO outbox(change_id, entity_kind, entity_id, op, state, created_ns)
             VALUES (?, ?, ?, ?, 'pending', ?)
             ON CONFLICT(entity_kind, entity_id) WHERE state = 'pending' DO UPDATE SET op = excluded.op
-            """, ChangeID(newUUID()).description, kind.rawValue, id, op, now)
+            """, ChangeID(newUUID()), ref.kind, ref.idText, operation, now)
     }
 
     /// Drops the pending (never frozen) outbox row of an entity.
-    func dropPending(_ db: Connection, kind: EntityKind, id: String) throws {
+    func dropPending(_ db: Connection, _ ref: EntityRef) throws {
         try db.run(
-            "DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", kind.rawValue, id)
+            "DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", ref.kind, ref.idText)
     }
 
     /// True when some change of this entity was frozen (sent, maybe received):
     /// then a delete must travel as a tombstone.
-    func everFrozen(_ db: Connection, kind: EntityKind, id: String, serverVersion: Int64?) throws -> Bool {
+    func everFrozen(_ db: Connection, _ ref: EntityRef, serverVersion: Int64?) throws -> Bool {
         if serverVersion != nil { return true }
         return try db.queryOne(
             "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'in_flight'",
-            kind.rawValue, id) { _ in true } ?? false
+            ref.kind, ref.idText) { _ in true } ?? false
     }
 
     /// Inserts a new live note and queues its creation. Returns the new
@@ -56,7 +54,7 @@ extension NotesStore {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, id.description, content.folderID?.description, content.title, content.body,
             Int64(content.body.count), time, modified ?? time, Int64(mode), conflictOf?.description)
-        try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
+        try enqueue(db, .note(id), .put, commit: &commit)
         let directory = try shownIn ?? displayDirectory(db, folderID: content.folderID)
         commit.changedEntries.insert(.note(id))
         // Its ctime is the moment it was made: no entry_times row unless its
@@ -104,7 +102,7 @@ extension NotesStore {
             """,
             arguments: [content.title, content.body, Int64(content.body.count)]
                 + (movesFolder ? [content.folderID?.description] : []) + [time, Int64(content.body.count), row.seq])
-        try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
+        try enqueue(db, .note(row.id), .put, commit: &commit)
         commit.changedEntries.insert(.note(row.id))
         if row.serverVersion != nil { commit.touchedSyncedNote = true }
         if content.title != row.title || content.folderID != row.folderID {
@@ -132,21 +130,22 @@ extension NotesStore {
     func tombstoneOrDrop(
         _ db: Connection, _ entry: EntryRef, seq: Int64, serverVersion: Int64?, commit: inout StoreCommit
     ) throws {
-        let (kind, table): (EntityKind, String)
+        let (ref, table): (EntityRef, String)
         switch entry {
-        case .note: (kind, table) = (.note, "notes")
-        case .folder: (kind, table) = (.folder, "folders")
+        case .note(let id): (ref, table) = (.note(id), "notes")
+        case .folder(let id): (ref, table) = (.folder(id), "folders")
         case .local, .root: return
         }
+        let kind = ref.kind
         try removeName(db, entry: entry, commit: &commit)
         commit.changedEntries.insert(entry)
-        if try everFrozen(db, kind: kind, id: entry.idText, serverVersion: serverVersion) {
+        if try everFrozen(db, ref, serverVersion: serverVersion) {
             try db.run(
                 "UPDATE \(table) SET deleted = 1, updated_ns = ?, local_rev = local_rev + 1\(kind == .note ? ", over_cap_size = 0" : "") WHERE seq = ?",
                 now, seq)
-            try enqueue(db, kind: kind, id: entry.idText, op: "delete", commit: &commit)
+            try enqueue(db, ref, .delete, commit: &commit)
         } else {
-            try dropPending(db, kind: kind, id: entry.idText)
+            try dropPending(db, ref)
             if kind == .note {
                 // Clean: nothing about it is ever sent unless it is revived.
                 try db.run(
@@ -193,7 +192,7 @@ extension NotesStore {
         try db.run("DELETE FROM revivable WHERE note_id = ?", row.id.description)
         // A revived note gets a fresh inode; the old one may still be cached as deleted.
         try db.run("DELETE FROM inodes WHERE entry_kind = 'note' AND entry_id = ?", row.id.description)
-        try enqueue(db, kind: .note, id: row.id.description, op: "put", commit: &commit)
+        try enqueue(db, .note(row.id), .put, commit: &commit)
         commit.changedEntries.insert(.note(row.id))
         let directory = try displayDirectory(db, folderID: content.folderID)
         try placeName(db, entry: .note(row.id), in: directory, source: content.title, commit: &commit)

@@ -248,33 +248,30 @@ extension NotesStore {
         }
     }
 
-    /// The note's id, state and server version for `user.notesfs.*` attributes.
-    func syncInfo(for ref: EntryRef) throws(StoreError) -> (id: String, state: SyncState, version: Int64?) {
+    /// The entity an entry stands for (nil for the root and local-only
+    /// entries), its state and server version, for `user.notesfs.*` attributes.
+    func syncInfo(for ref: EntryRef) throws(StoreError) -> (entity: EntityRef?, state: SyncState, version: Int64?) {
         try read { db in
             switch ref {
             case .note(let id):
                 guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(ref.description) }
-                return (id.description, try self.state(db, kind: "note", id: id.description, dirty: row.isDirty,
+                return (.note(id), try self.state(db, .note(id), dirty: row.isDirty,
                     conflictCopy: Self.isConflictCopy(row)), row.serverVersion)
             case .folder(let id):
                 guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(ref.description) }
-                return (id.description, try self.state(db, kind: "folder", id: id.description, dirty: row.isDirty,
-                    conflictCopy: false), row.serverVersion)
+                return (.folder(id), try self.state(db, .folder(id), dirty: row.isDirty, conflictCopy: false),
+                    row.serverVersion)
             case .local(let seq):
                 let origin = try LocalRow.load(db, seq: seq)?.origin
-                return ("", origin == LocalOrigin.refused ? .refused : .local, nil)
+                return (nil, origin == LocalOrigin.refused ? .refused : .local, nil)
             case .root:
-                return ("", .synced, nil)
+                return (nil, .synced, nil)
             }
         }
     }
 
-    private func state(_ db: Connection, kind: String, id: String, dirty: Bool, conflictCopy: Bool) throws
-        -> SyncState
-    {
-        let queued = try db.queryOne(
-            "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? LIMIT 1", kind, id) { _ in true } ?? false
-        if dirty || queued { return .pending }
+    private func state(_ db: Connection, _ entity: EntityRef, dirty: Bool, conflictCopy: Bool) throws -> SyncState {
+        if try dirty || hasOutbox(db, entity) { return .pending }
         return conflictCopy ? .conflictCopy : .synced
     }
 }

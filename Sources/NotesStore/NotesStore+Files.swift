@@ -190,7 +190,7 @@ extension NotesStore {
                     UPDATE folders SET deleted = 0, name = ?, parent_id = ?, updated_ns = ?, mode = ?,
                         local_rev = local_rev + 1 WHERE seq = ?
                     """, name, parent?.description, now, Int64(mode), existing.seq)
-                try enqueue(db, kind: .folder, id: id.description, op: "put", commit: &commit)
+                try enqueue(db, .folder(id), .put, commit: &commit)
                 commit.changedEntries.insert(.folder(id))
                 try placeName(db, entry: .folder(id), in: directory, source: name, commit: &commit)
                 try replaceChildren(of: id, db, commit: &commit)
@@ -202,7 +202,7 @@ extension NotesStore {
         try db.run(
             "INSERT INTO folders(id, parent_id, name, created_ns, updated_ns, mode) VALUES (?, ?, ?, ?, ?, ?)",
             id.description, parent?.description, name, time, time, Int64(mode))
-        try enqueue(db, kind: .folder, id: id.description, op: "put", commit: &commit)
+        try enqueue(db, .folder(id), .put, commit: &commit)
         commit.changedEntries.insert(.folder(id))
         try placeName(db, entry: .folder(id), in: directory, source: name, commit: &commit)
         return id

@@ -22,13 +22,12 @@ extension NotesStore {
         hold.trippedDeletions = deletions
         hold.trippedLive = live
         (hold.notesToSend, hold.foldersToSend) = try pendingDeletionNotes(db, madeAfter: confirmed ?? Int64.min)
-        var notes = Set<String>()
+        var notes = Set<NoteID>()
         for pull in try effectiveHeldPulls(db) {
-            switch pull.kind {
-            case .note: notes.insert(pull.id)
-            case .folder:
+            if let id = pull.ref.noteID { notes.insert(id) }
+            if let id = pull.ref.folderID {
                 hold.foldersToApply += 1
-                notes.formUnion(try liveNotes(inFolder: pull.id, db))
+                notes.formUnion(try liveNotes(inFolder: id, db))
             }
         }
         hold.notesToApply = notes.count
@@ -51,8 +50,8 @@ extension NotesStore {
             release.toSend = try pendingDeletionNotes(db, madeAfter: state.confirmed ?? Int64.min).notes
             try db.run("UPDATE delete_guard SET held_since_ns = NULL, confirmed_ns = ? WHERE id = 1", now)
             for pull in try effectiveHeldPulls(db) {
-                let tombstone = RemoteEntity(kind: pull.kind, entityID: pull.id, version: pull.version, deleted: true)
-                if case .applied = try applyOne(db, tombstone, commit: &commit), pull.kind == .note {
+                let tombstone = RemoteEntity(pull.ref, version: pull.version, deleted: true)
+                if case .applied = try applyOne(db, tombstone, commit: &commit), pull.ref.kind == .note {
                     release.removedHere += 1
                 }
             }
@@ -77,14 +76,14 @@ extension NotesStore {
                 restore.revivedHere = try reviveHeldTombstones(db, madeAfter: state.confirmed ?? Int64.min, commit: &commit)
             }
             for pull in try effectiveHeldPulls(db) {
-                let table = pull.kind == .note ? "notes" : "folders"
+                let table = pull.ref.kind == .note ? "notes" : "folders"
                 // On the tombstone's version, the put revives it on the server.
                 try db.run(
                     """
                     UPDATE \(table) SET server_version = ?, base_exists = 0, local_rev = local_rev + 1
                     WHERE id = ? AND deleted = 0
-                    """, pull.version, pull.id)
-                try enqueue(db, kind: pull.kind, id: pull.id, op: "put", commit: &commit)
+                    """, pull.version, pull.ref.idText)
+                try enqueue(db, pull.ref, .put, commit: &commit)
                 restore.sentBack += 1
             }
             try db.run("DELETE FROM held_pulls")
@@ -116,7 +115,7 @@ extension NotesStore {
         for id in folders {
             guard let row = try FolderRow.load(db, id: id) else { continue }
             // Never clean, as for notes below.
-            try reviveRow(db, table: "folders", kind: .folder, id: id.description, seq: row.seq,
+            try reviveRow(db, table: "folders", .folder(id), seq: row.seq,
                           updated: row.updatedNanoseconds, commit: &commit)
             revivedFolders.append(row)
         }
@@ -135,7 +134,7 @@ extension NotesStore {
             // while the deletion was held (a dirty row takes no pull), and the
             // cursor is past them. A put on the base meets them as a conflict
             // and takes them (or is applied when nothing moved).
-            try reviveRow(db, table: "notes", kind: .note, id: id.description, seq: row.seq,
+            try reviveRow(db, table: "notes", .note(id), seq: row.seq,
                           updated: row.updatedNanoseconds, commit: &commit)
             try db.run("DELETE FROM revivable WHERE note_id = ?", id.description)
             commit.changedEntries.insert(.note(id))
@@ -147,14 +146,14 @@ extension NotesStore {
 
     /// Marks a tombstone live again, queued as a put on its last known version.
     func reviveRow(
-        _ db: Connection, table: String, kind: EntityKind, id: String, seq: Int64, updated: Int64,
+        _ db: Connection, table: String, _ ref: EntityRef, seq: Int64, updated: Int64,
         commit: inout StoreCommit
     ) throws {
         try db.run(
             "UPDATE \(table) SET deleted = 0, updated_ns = ? WHERE seq = ?", max(now, updated + 1), seq)
         // A revived entry gets a fresh inode; the old one may still be cached as deleted.
-        try db.run("DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ?", kind.rawValue, id)
-        try enqueue(db, kind: kind, id: id, op: "put", commit: &commit)
+        try db.run("DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ?", ref.kind, ref.idText)
+        try enqueue(db, ref, .put, commit: &commit)
     }
 
     /// How many ancestors a folder has (bounded, so a damaged cycle cannot loop).

@@ -168,7 +168,7 @@ extension NotesStore {
         _ db: Connection, id: NoteID, extent: NoteExtent, newSize: Int64, commit: inout StoreCommit
     ) throws {
         try db.run(Self.chunkedEditSQL, newSize, now, newSize, extent.seq)
-        try enqueue(db, kind: .note, id: id.description, op: "put", commit: &commit)
+        try enqueue(db, .note(id), .put, commit: &commit)
         commit.changedEntries.insert(.note(id))
         if extent.synced { commit.touchedSyncedNote = true }
     }

@@ -7,7 +7,7 @@ public struct SyncStateSnapshot: Sendable, Equatable {
     public var serverURL: String?
     /// `account:<key>` once a server named the account (`AccountBinding`).
     public var accountID: String?
-    public var deviceID: String
+    public var deviceID: DeviceID
     public var deviceName: String
     public var cursor: String?
     public var lastSuccessNanoseconds: Int64?
@@ -38,15 +38,16 @@ extension NotesStore {
                 // A newer row of a held entity replaces its held tombstone.
                 try db.run(
                     "DELETE FROM held_pulls WHERE entity_kind = ? AND entity_id = ? AND version <= ?",
-                    entity.kind.rawValue, entity.entityID, entity.version)
+                    entity.kind, entity.ref.idText, entity.version)
                 let removes = guarded.deletions.contains(index)
-                let notes = removes && entity.kind == .folder ? try liveNotes(inFolder: entity.entityID, db).count : 1
+                var notes = 1
+                if removes, let folder = entity.ref.folderID { notes = try liveNotes(inFolder: folder, db).count }
                 switch try applyOne(db, entity, commit: &commit) {
                 case .applied:
                     report.applied += 1
                     if removes {
                         try logDeletion(
-                            db, direction: "pull", kind: entity.kind, id: entity.entityID, notes: notes, at: now)
+                            db, direction: "pull", entity.ref, notes: notes, at: now)
                     }
                 case .dirty: report.skippedDirty += 1
                 case .echo: report.skippedEcho += 1
@@ -66,16 +67,16 @@ extension NotesStore {
         case unseenDeletion(NoteID)
     }
 
-    func hasOutbox(_ db: Connection, kind: EntityKind, id: String) throws -> Bool {
+    func hasOutbox(_ db: Connection, _ ref: EntityRef) throws -> Bool {
         try db.queryOne(
-            "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? LIMIT 1", kind.rawValue, id) { _ in true }
+            "SELECT 1 FROM outbox WHERE entity_kind = ? AND entity_id = ? LIMIT 1", ref.kind, ref.idText) { _ in true }
             ?? false
     }
 
     func applyOne(_ db: Connection, _ entity: RemoteEntity, commit: inout StoreCommit) throws -> PullResult {
         switch entity.kind {
         case .note:
-            guard let id = NoteID(entity.entityID) else { return .echo }
+            let id = NoteID(entity.ref.id)
             let content = entity.deleted ? nil : entity.note
             guard let row = try NoteRow.load(db, id: id) else {
                 guard let content else { return .unseenDeletion(id) }
@@ -92,12 +93,12 @@ extension NotesStore {
                 try placeName(db, entry: .note(id), in: directory, source: content.title, commit: &commit)
                 return .applied
             }
-            if try row.isDirty || hasOutbox(db, kind: .note, id: entity.entityID) { return .dirty }
+            if try row.isDirty || hasOutbox(db, entity.ref) { return .dirty }
             if let version = row.serverVersion, entity.version <= version { return .echo }
             try writeNote(db, row, to: content, server: entity, trash: .deletedElsewhere, commit: &commit)
             return .applied
         case .folder:
-            guard let id = FolderID(entity.entityID) else { return .echo }
+            let id = FolderID(entity.ref.id)
             let content = entity.deleted ? nil : entity.folder
             guard let row = try FolderRow.load(db, id: id) else {
                 guard let content else { return .echo }
@@ -115,7 +116,7 @@ extension NotesStore {
                 try replaceChildren(of: id, db, commit: &commit)
                 return .applied
             }
-            if try row.isDirty || hasOutbox(db, kind: .folder, id: entity.entityID) { return .dirty }
+            if try row.isDirty || hasOutbox(db, entity.ref) { return .dirty }
             if let version = row.serverVersion, entity.version <= version { return .echo }
             try writeFolder(db, row, to: content, server: entity, commit: &commit)
             return .applied
@@ -126,7 +127,7 @@ extension NotesStore {
     func syncState() throws(StoreError) -> SyncStateSnapshot {
         try read { db in
             guard
-                let state = try db.queryOne(
+                let state = try db.query(
                     """
                     SELECT server_url, account_id, device_id, device_name, cursor, last_success_ns,
                         last_attempt_ns, last_failed, last_error
@@ -135,10 +136,12 @@ extension NotesStore {
                     map: { row in
                         SyncStateSnapshot(
                             serverURL: row.optionalString(0), accountID: row.optionalString(1),
-                            deviceID: row.string(2), deviceName: row.string(3), cursor: row.optionalString(4),
-                            lastSuccessNanoseconds: row.optionalInt64(5), lastAttemptNanoseconds: row.optionalInt64(6),
-                            lastFailed: row.bool(7), lastError: row.optionalString(8))
-                    })
+                            deviceID: DeviceID(try row.uuid(2, in: "sync_state")), deviceName: row.string(3),
+                            cursor: row.optionalString(4), lastSuccessNanoseconds: row.optionalInt64(5),
+                            lastAttemptNanoseconds: row.optionalInt64(6), lastFailed: row.bool(7),
+                            lastError: row.optionalString(8))
+                    }
+                ).first
             else { throw StoreError.notFound("sync state") }
             return state
         }

@@ -45,10 +45,15 @@ extension NotesStore {
                     """)
             }
             var report = RebindReport()
-            let folders = try db.query("SELECT id FROM folders WHERE deleted = 0 ORDER BY seq") { $0.string(0) }
-            for id in folders { try enqueue(db, kind: .folder, id: id, op: "put", commit: &commit) }
-            let notes = try db.query("SELECT id FROM notes WHERE deleted = 0 ORDER BY seq") { $0.string(0) }
-            for id in notes { try enqueue(db, kind: .note, id: id, op: "put", commit: &commit) }
+            // A row whose id is not a UUID is skipped, as `NoteRow` skips it.
+            let folders = try db.query("SELECT id FROM folders WHERE deleted = 0 ORDER BY seq") {
+                FolderID($0.string(0))
+            }.compactMap { $0 }
+            for id in folders { try enqueue(db, .folder(id), .put, commit: &commit) }
+            let notes = try db.query("SELECT id FROM notes WHERE deleted = 0 ORDER BY seq") {
+                NoteID($0.string(0))
+            }.compactMap { $0 }
+            for id in notes { try enqueue(db, .note(id), .put, commit: &commit) }
             report.folders = folders.count
             report.notes = notes.count
             commit.outboxChanged = true

@@ -169,7 +169,7 @@ extension NotesStore {
         try db.run(
             "UPDATE folders SET name = ?, parent_id = ?, updated_ns = ?, local_rev = local_rev + 1 WHERE seq = ?",
             newName, newParent?.description, now, row.seq)
-        try enqueue(db, kind: .folder, id: row.id.description, op: "put", commit: &commit)
+        try enqueue(db, .folder(row.id), .put, commit: &commit)
         commit.changedEntries.insert(.folder(row.id))
         try placeName(db, entry: .folder(row.id), in: to, source: newName, commit: &commit)
         try forceName(db, entry: .folder(row.id), in: to, name: newName, commit: &commit)

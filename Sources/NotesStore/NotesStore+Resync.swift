@@ -4,13 +4,11 @@ import SQLiteKit
 
 /// One live entity in the server's index.
 public struct IndexedVersion: Hashable, Sendable {
-    public var kind: EntityKind
-    public var entityID: String
+    public var ref: EntityRef
     public var version: Int64
 
-    public init(kind: EntityKind, entityID: String, version: Int64) {
-        self.kind = kind
-        self.entityID = entityID
+    public init(_ ref: EntityRef, version: Int64) {
+        self.ref = ref
         self.version = version
     }
 }
@@ -32,13 +30,14 @@ extension NotesStore {
     /// index entries differ.
     func knownServerVersions() throws(StoreError) -> [IndexedVersion] {
         try read { db in
-            let notes = try db.query("SELECT id, server_version FROM notes WHERE server_version IS NOT NULL") {
-                IndexedVersion(kind: .note, entityID: $0.string(0), version: $0.int64(1))
+            // A row whose id is not a UUID is skipped, as `NoteRow` skips it.
+            let notes = try db.query("SELECT id, server_version FROM notes WHERE server_version IS NOT NULL") { row in
+                NoteID(row.string(0)).map { IndexedVersion(.note($0), version: row.int64(1)) }
             }
-            let folders = try db.query("SELECT id, server_version FROM folders WHERE server_version IS NOT NULL") {
-                IndexedVersion(kind: .folder, entityID: $0.string(0), version: $0.int64(1))
+            let folders = try db.query("SELECT id, server_version FROM folders WHERE server_version IS NOT NULL") { row in
+                FolderID(row.string(0)).map { IndexedVersion(.folder($0), version: row.int64(1)) }
             }
-            return folders + notes
+            return (folders + notes).compactMap { $0 }
         }
     }
 
@@ -64,15 +63,13 @@ extension NotesStore {
                 // send them again, as new changes on the restored server's versions.
                 let frozen = try db.query(
                     "SELECT seq, entity_kind, entity_id FROM outbox WHERE state = 'in_flight'"
-                ) { ($0.int64(0), $0.string(1), $0.string(2)) }
-                for (seq, kind, id) in frozen {
+                ) { row in (row.int64(0), try row.entityRef(kind: 1, id: 2, in: "outbox")) }
+                for (seq, ref) in frozen {
                     try db.run("DELETE FROM outbox WHERE seq = ?", seq)
-                    if let kind = EntityKind(rawValue: kind) {
-                        try enqueue(db, kind: kind, id: id, op: "put", commit: &commit)
-                    }
+                    try enqueue(db, ref, .put, commit: &commit)
                 }
             }
-            let present = Set(index.map { "\($0.kind.rawValue):\($0.entityID)" })
+            let present = Set(index.map(\.ref))
             for entity in fetched {
                 if epochChanged {
                     try rebase(db, onto: entity, commit: &commit)
@@ -80,8 +77,8 @@ extension NotesStore {
                     if entity.deleted { report.deleted += 1 } else { report.applied += 1 }
                 }
             }
-            let fetchedKeys = Set(fetched.map { "\($0.kind.rawValue):\($0.entityID)" })
-            for known in try knownVersions(db) where !present.contains(known.key) && !fetchedKeys.contains(known.key) {
+            let fetchedRefs = Set(fetched.map(\.ref))
+            for known in try knownVersions(db) where !present.contains(known) && !fetchedRefs.contains(known) {
                 if try recreateOrForget(db, known, commit: &commit) { report.recreated += 1 }
             }
             try db.run("UPDATE sync_state SET cursor = ? WHERE id = 1", cursor)
@@ -89,48 +86,44 @@ extension NotesStore {
         }
     }
 
-    private struct KnownVersion {
-        var kind: EntityKind
-        var entityID: String
-        var key: String { "\(kind.rawValue):\(entityID)" }
-    }
-
-    private func knownVersions(_ db: Connection) throws -> [KnownVersion] {
+    /// The entities this store has a server version of (a row whose id is
+    /// not a UUID is skipped, as `NoteRow` skips it).
+    private func knownVersions(_ db: Connection) throws -> [EntityRef] {
         let notes = try db.query("SELECT id FROM notes WHERE server_version IS NOT NULL") {
-            KnownVersion(kind: .note, entityID: $0.string(0))
+            NoteID($0.string(0)).map(EntityRef.note)
         }
         let folders = try db.query("SELECT id FROM folders WHERE server_version IS NOT NULL") {
-            KnownVersion(kind: .folder, entityID: $0.string(0))
+            FolderID($0.string(0)).map(EntityRef.folder)
         }
-        return notes + folders
+        return (notes + folders).compactMap { $0 }
     }
 
     /// A row the server no longer has at all, not even as a tombstone. Only a
     /// server tombstone deletes a local row, so a live one is kept and queued
     /// as a create (null base) with its id and text; true when it was.
-    private func recreateOrForget(_ db: Connection, _ known: KnownVersion, commit: inout StoreCommit) throws -> Bool {
+    private func recreateOrForget(_ db: Connection, _ known: EntityRef, commit: inout StoreCommit) throws -> Bool {
         let table = known.kind == .note ? "notes" : "folders"
         let deleted =
-            try db.queryOne("SELECT deleted FROM \(table) WHERE id = ?", known.entityID, map: { $0.bool(0) }) ?? true
+            try db.queryOne("SELECT deleted FROM \(table) WHERE id = ?", known.idText, map: { $0.bool(0) }) ?? true
         if deleted {
             // Our tombstone for something the server forgot: nothing left to
             // say (a note in the trash stays there, as a local tombstone).
-            try db.run("DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ?", known.kind.rawValue, known.entityID)
-            if known.kind == .note, let id = NoteID(known.entityID), let row = try NoteRow.load(db, id: id) {
+            try db.run("DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ?", known.kind, known.idText)
+            if let id = known.noteID, let row = try NoteRow.load(db, id: id) {
                 try forgetTombstone(db, row)
             } else {
-                try db.run("DELETE FROM \(table) WHERE id = ?", known.entityID)
+                try db.run("DELETE FROM \(table) WHERE id = ?", known.idText)
             }
             return false
         }
         try db.run(
             """
             UPDATE \(table) SET server_version = NULL, base_exists = 0, local_rev = local_rev + 1 WHERE id = ?
-            """, known.entityID)
+            """, known.idText)
         try db.run(
-            "DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'in_flight'", known.kind.rawValue,
-            known.entityID)
-        try enqueue(db, kind: known.kind, id: known.entityID, op: "put", commit: &commit)
+            "DELETE FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'in_flight'", known.kind,
+            known.idText)
+        try enqueue(db, known, .put, commit: &commit)
         return true
     }
 
@@ -148,8 +141,7 @@ extension NotesStore {
     private func rebase(_ db: Connection, onto entity: RemoteEntity, commit: inout StoreCommit) throws {
         switch entity.kind {
         case .note:
-            guard let id = NoteID(entity.entityID) else { return }
-            guard let row = try NoteRow.load(db, id: id) else {
+            guard let row = try NoteRow.load(db, id: NoteID(entity.ref.id)) else {
                 _ = try applyOne(db, entity, commit: &commit)
                 return
             }
@@ -165,7 +157,7 @@ extension NotesStore {
                     serverNote?.folderID?.description, row.seq)
                 if local != serverNote {
                     try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
-                    try enqueue(db, kind: .note, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
+                    try enqueue(db, entity.ref, row.deleted ? .delete : .put, commit: &commit)
                 }
                 return
             }
@@ -174,18 +166,17 @@ extension NotesStore {
             try writeNote(db, row, to: merged.result, server: entity, trash: .deletedElsewhere, commit: &commit)
             if let result = merged.result, result != serverNote {
                 try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
-                try enqueue(db, kind: .note, id: entity.entityID, op: "put", commit: &commit)
+                try enqueue(db, entity.ref, .put, commit: &commit)
             } else if merged.result == nil, serverNote != nil {
                 try db.run("UPDATE notes SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
-                try enqueue(db, kind: .note, id: entity.entityID, op: "delete", commit: &commit)
+                try enqueue(db, entity.ref, .delete, commit: &commit)
             }
             if let copy = merged.conflictCopy {
                 _ = try keepInConflictCopy(
                     db, of: row, text: copy, besides: merged.result?.body ?? Data(), commit: &commit)
             }
         case .folder:
-            guard let id = FolderID(entity.entityID) else { return }
-            guard let row = try FolderRow.load(db, id: id) else {
+            guard let row = try FolderRow.load(db, id: FolderID(entity.ref.id)) else {
                 _ = try applyOne(db, entity, commit: &commit)
                 return
             }
@@ -202,8 +193,7 @@ extension NotesStore {
                 entity.version, serverFolder != nil, serverFolder?.name, serverFolder?.parentID?.description, row.seq)
             if local != serverFolder {
                 try db.run("UPDATE folders SET local_rev = local_rev + 1 WHERE seq = ?", row.seq)
-                try enqueue(
-                    db, kind: .folder, id: entity.entityID, op: row.deleted ? "delete" : "put", commit: &commit)
+                try enqueue(db, entity.ref, row.deleted ? .delete : .put, commit: &commit)
             }
         }
     }

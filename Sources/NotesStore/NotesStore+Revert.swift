@@ -252,7 +252,7 @@ extension NotesStore {
             UPDATE folders SET deleted = 0, name = ?, parent_id = ?, updated_ns = ?, local_rev = local_rev + 1
             WHERE seq = ?
             """, folder.name, folder.parentID?.description, now, row.seq)
-        try enqueue(db, kind: .folder, id: id.description, op: "put", commit: &commit)
+        try enqueue(db, .folder(id), .put, commit: &commit)
         commit.changedEntries.insert(.folder(id))
         let directory = try displayDirectory(db, folderID: folder.parentID)
         try placeName(db, entry: .folder(id), in: directory, source: folder.name, commit: &commit)
@@ -270,10 +270,13 @@ extension NotesStore {
     private func holdsLocalFiles(_ db: Connection, folder: FolderID) throws -> Bool {
         let children = try db.query(
             "SELECT entry_kind, entry_id FROM names WHERE parent_key = ?", DirectoryRef.folder(folder).key
-        ) { ($0.string(0), $0.string(1)) }
-        for (kind, text) in children {
-            if kind == "local" { return true }
-            if kind == "folder", let child = FolderID(text), try holdsLocalFiles(db, folder: child) { return true }
+        ) { EntryRef(kindCode: $0.string(0), idText: $0.string(1)) }
+        for child in children {
+            switch child {
+            case .local: return true
+            case .folder(let id): if try holdsLocalFiles(db, folder: id) { return true }
+            case .note, .root, nil: break
+            }
         }
         return false
     }

@@ -96,11 +96,8 @@ extension NotesStore {
             let unsyncedRefs = try db.query(
                 "SELECT entity_kind, entity_id FROM outbox GROUP BY entity_kind, entity_id ORDER BY min(seq) LIMIT 1000"
             ) { row -> EntryRef? in
-                switch row.string(0) {
-                case "note": NoteID(row.string(1)).map(EntryRef.note)
-                case "folder": FolderID(row.string(1)).map(EntryRef.folder)
-                default: nil
-                }
+                // Status is how a damaged row comes to light: it is left out here, not an error.
+                (try? row.entityRef(kind: 0, id: 1, in: "outbox")).map(EntryRef.init)
             }
             var unsynced: [String] = []
             for case let ref? in unsyncedRefs {
@@ -140,9 +137,13 @@ extension NotesStore {
             // Notes and folders, not changes: ten edits of one note are one note waiting.
             let waiting = try db.query(
                 "SELECT entity_kind, count(DISTINCT entity_id) FROM outbox GROUP BY entity_kind"
-            ) { ($0.string(0), $0.int(1)) }
+            ) { (EntityKind(rawValue: $0.string(0)), $0.int(1)) }
             for (kind, count) in waiting {
-                if kind == "note" { status.pendingNotes = count } else if kind == "folder" { status.pendingFolders = count }
+                switch kind {
+                case .note: status.pendingNotes = count
+                case .folder: status.pendingFolders = count
+                case nil: break
+                }
             }
             try localOnlySummary(db, into: &status)
             return status

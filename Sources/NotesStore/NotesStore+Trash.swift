@@ -80,7 +80,7 @@ extension NotesStore {
     /// its text unless the tombstone still has a change to send (a deletion
     /// held by the guard, which may yet be restored). A local tombstone
     /// that cannot be revived at its path any more goes whole.
-    func forgetTrashEntry(_ db: Connection, noteID: String) throws {
+    func forgetTrashEntry(_ db: Connection, noteID: NoteID) throws {
         try db.run("DELETE FROM trash WHERE note_id = ?", noteID)
         try db.run(
             """
@@ -102,12 +102,19 @@ extension NotesStore {
         try write(origin: .local, checkSpace: false) { db, _ -> Int in
             let old = try db.query(
                 """
-                SELECT t.note_id FROM trash t WHERE t.deleted_ns < ?
+                SELECT t.seq, t.note_id FROM trash t WHERE t.deleted_ns < ?
                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = t.note_id)
                 ORDER BY t.seq LIMIT ?
                 """, now - configuration.trashRetentionNanoseconds, Self.pruneStepEntriesMax
-            ) { $0.string(0) }
-            for id in old { try forgetTrashEntry(db, noteID: id) }
+            ) { ($0.int64(0), NoteID($0.string(1))) }
+            for (seq, id) in old {
+                if let id {
+                    try forgetTrashEntry(db, noteID: id)
+                } else {
+                    // An entry naming no note id (a damaged row) is never listed; it goes at its age too.
+                    try db.run("DELETE FROM trash WHERE seq = ?", seq)
+                }
+            }
             return old.count
         }
     }
@@ -243,7 +250,7 @@ extension NotesStore {
     func emptyTrash() throws(StoreError) -> Int {
         try write(origin: .local, checkSpace: false) { db, _ in
             let entries = try trashEntries(db)
-            for entry in entries { try forgetTrashEntry(db, noteID: entry.noteID.description) }
+            for entry in entries { try forgetTrashEntry(db, noteID: entry.noteID) }
             return entries.count
         }
     }

@@ -129,7 +129,7 @@ public final class NotesStore: @unchecked Sendable {
         // the row since; its device id stands.
         try db.run(
             "INSERT OR IGNORE INTO sync_state(id, device_id, device_name) VALUES (1, ?, ?)",
-            DeviceID(configuration.newUUID()).description, configuration.defaultDeviceName)
+            DeviceID(configuration.newUUID()), configuration.defaultDeviceName)
     }
 
     // MARK: Observers
@@ -290,9 +290,9 @@ public final class NotesStore: @unchecked Sendable {
     /// This machine's device id and name.
     func device() throws(StoreError) -> (id: DeviceID, name: String) {
         try read { db in
-            try db.queryOne("SELECT device_id, device_name FROM sync_state WHERE id = 1") { row in
-                (DeviceID(row.string(0)) ?? DeviceID(), row.string(1))
-            } ?? (DeviceID(), configuration.defaultDeviceName)
+            try db.query("SELECT device_id, device_name FROM sync_state WHERE id = 1") { row in
+                (DeviceID(try row.uuid(0, in: "sync_state")), row.string(1))
+            }.first ?? (DeviceID(), configuration.defaultDeviceName)
         }
     }
 

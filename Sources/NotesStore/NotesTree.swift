@@ -62,8 +62,9 @@ extension NotesTree {
         try store.readLink(ref)
     }
 
-    /// The note's id, state and server version for `user.notesfs.*` attributes.
-    public func syncInfo(for ref: EntryRef) throws(StoreError) -> (id: String, state: SyncState, version: Int64?) {
+    /// The entity an entry stands for (nil for the root and local-only
+    /// entries), its state and server version, for `user.notesfs.*` attributes.
+    public func syncInfo(for ref: EntryRef) throws(StoreError) -> (entity: EntityRef?, state: SyncState, version: Int64?) {
         try store.syncInfo(for: ref)
     }
 

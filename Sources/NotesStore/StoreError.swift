@@ -29,6 +29,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
     /// This store and the server's account do not go together (another
     /// account's token); the text says why and what to do.
     case syncMismatch(String)
+    /// A row holds a value notesfs never writes there (an id that is not a
+    /// UUID, an unknown kind): the database file was damaged or edited by hand.
+    case damaged(String)
     /// Another connection held the database locked past the wait (another
     /// process writing it); trying again may succeed.
     case busy(SQLiteError)
@@ -55,6 +58,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
             "this notes database was written by a newer notesfs (schema \(found); this one knows up to "
                 + "\(supported)). Upgrade notesfs; the database was left untouched."
         case .syncMismatch(let reason): reason
+        case .damaged(let what): "the notes database is damaged: \(what)"
         case .busy(let error): error.description
         case .database(let error): error.description
         case .localFile(let error): error.description

@@ -96,6 +96,14 @@ public enum EntryRef: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The entry a synced entity is shown as.
+    public init(_ entity: EntityRef) {
+        switch entity.kind {
+        case .note: self = .note(NoteID(entity.id))
+        case .folder: self = .folder(FolderID(entity.id))
+        }
+    }
+
     /// This entry as a directory, when it can be one.
     public var directory: DirectoryRef? {
         switch self {

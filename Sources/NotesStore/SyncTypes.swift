@@ -5,10 +5,9 @@ import NotesModel
 /// with the same change id, until the server answers.
 public struct OutgoingChange: Sendable, Equatable {
     public var changeID: ChangeID
-    public var kind: EntityKind
-    /// The note or folder id, in lowercase UUID text.
-    public var entityID: String
-    public var isDelete: Bool
+    /// The note or folder it changes.
+    public var ref: EntityRef
+    public var operation: ChangeOperation
     /// The server version this change was made on; nil = "must not exist yet".
     public var baseVersion: Int64?
     /// The note's payload for a note put.
@@ -18,6 +17,9 @@ public struct OutgoingChange: Sendable, Equatable {
     /// How many times this change was sent before.
     public var attempts: Int
 
+    public var kind: EntityKind { ref.kind }
+    public var isDelete: Bool { operation == .delete }
+
     /// Bytes of payload, for packing pushes by size.
     public var payloadBytes: Int {
         (note.map { $0.body.count + $0.title.utf8.count } ?? 0) + (folder.map { $0.name.utf8.count } ?? 0) + 128
@@ -26,24 +28,23 @@ public struct OutgoingChange: Sendable, Equatable {
 
 /// An entity's state on the server, as pulled or returned in a conflict.
 public struct RemoteEntity: Sendable, Equatable {
-    public var kind: EntityKind
-    public var entityID: String
+    public var ref: EntityRef
     public var version: Int64
     public var deleted: Bool
     public var note: NoteContent?
     public var folder: FolderContent?
 
     public init(
-        kind: EntityKind, entityID: String, version: Int64, deleted: Bool, note: NoteContent? = nil,
-        folder: FolderContent? = nil
+        _ ref: EntityRef, version: Int64, deleted: Bool, note: NoteContent? = nil, folder: FolderContent? = nil
     ) {
-        self.kind = kind
-        self.entityID = entityID
+        self.ref = ref
         self.version = version
         self.deleted = deleted
         self.note = note
         self.folder = folder
     }
+
+    public var kind: EntityKind { ref.kind }
 }
 
 /// The server's answer to one change.

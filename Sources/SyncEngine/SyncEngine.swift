@@ -374,9 +374,7 @@ public actor SyncEngine {
                 snapshotCursor = page.cursor
                 epoch = page.epoch
             }
-            index += page.entries.map {
-                IndexedVersion(kind: $0.kind, entityID: UUIDText.format($0.id), version: $0.version)
-            }
+            index += page.entries.map { IndexedVersion($0.ref, version: $0.version) }
             after = page.nextAfter
             if !page.hasMore || after == nil { break }
         }
@@ -384,10 +382,9 @@ public actor SyncEngine {
         let storedCursor = try await replica.syncState().cursor.map(SyncCursor.init(rawValue:))
         let storedEpoch = storedCursor?.epoch
         let held = try await replica.knownServerVersions()
-        let known = Dictionary(
-            held.map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) }, uniquingKeysWith: { first, _ in first })
-        let listed = Set(index.map { "\($0.kind.rawValue):\($0.entityID)" })
-        let missing = held.filter { !listed.contains("\($0.kind.rawValue):\($0.entityID)") }
+        let known = Dictionary(held.map { ($0.ref, $0.version) }, uniquingKeysWith: { first, _ in first })
+        let listed = Set(index.map(\.ref))
+        let missing = held.filter { !listed.contains($0.ref) }
         // Usually tombstones; a row made since the index was read is taken as usual.
         let missingRows = try await fetchAll(missing)
         let epochChanged = storedEpoch != nil && storedEpoch != epoch
@@ -395,10 +392,9 @@ public actor SyncEngine {
             !epochChanged
             && Self.serverWentBack(
                 head: snapshotCursor.counter, storedCursor: storedCursor, known: known,
-                seen: index.map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) }
-                    + missingRows.map { ("\($0.kind.rawValue):\($0.entityID)", $0.version) })
+                seen: index.map { ($0.ref, $0.version) } + missingRows.map { ($0.ref, $0.version) })
         let rebase = epochChanged || wentBack
-        let wanted = index.filter { rebase || known["\($0.kind.rawValue):\($0.entityID)"] != $0.version }
+        let wanted = index.filter { rebase || known[$0.ref] != $0.version }
         let fetched = try await fetchAll(wanted) + missingRows
         try await replica.applyResync(
             index: index, fetched: fetched, epochChanged: rebase, cursor: snapshotCursor.rawValue)
@@ -409,19 +405,17 @@ public actor SyncEngine {
     /// our cursor or below a version we hold, or an entity at a version lower
     /// than the one we hold. Within one history none of these can happen.
     static func serverWentBack(
-        head: Int64?, storedCursor: SyncCursor?, known: [String: Int64], seen: [(key: String, version: Int64)]
+        head: Int64?, storedCursor: SyncCursor?, known: [EntityRef: Int64], seen: [(ref: EntityRef, version: Int64)]
     ) -> Bool {
         if let head {
             if let ours = storedCursor?.counter, ours > head { return true }
             if let highest = known.values.max(), highest > head { return true }
         }
-        return seen.contains { entry in known[entry.key].map { entry.version < $0 } ?? false }
+        return seen.contains { entry in known[entry.ref].map { entry.version < $0 } ?? false }
     }
 
     private func fetchAll(_ wanted: [IndexedVersion]) async throws -> [RemoteEntity] {
-        var remaining = wanted.compactMap { entry in
-            UUIDText.parse(entry.entityID).map { EntityRef(kind: entry.kind, id: $0) }
-        }
+        var remaining = wanted.map(\.ref)
         var fetched: [RemoteEntity] = []
         for _ in 0..<configuration.roundsPerRunMax where !remaining.isEmpty {
             let request = Array(remaining.prefix(configuration.fetchBatchMax))

@@ -9,7 +9,7 @@ public enum WireMapping {
     /// The push of a frozen batch, with the store's cursor so that a server
     /// restored since answers `410` before applying anything.
     public static func pushRequest(_ batch: [OutgoingChange], device: DeviceID, cursor: String?) -> PushRequest {
-        PushRequest(device: device, changes: batch.compactMap(change), cursor: cursor.map(SyncCursor.init(rawValue:)))
+        PushRequest(device: device, changes: batch.map(change), cursor: cursor.map(SyncCursor.init(rawValue:)))
     }
 
     /// Where a push reply moves the cursor the push was sent with: past the
@@ -21,21 +21,18 @@ public enum WireMapping {
         return CursorAdvance(expected: nil, new: start.rawValue)
     }
 
-    /// The wire form of a frozen outbox change; nil when its id is not a UUID.
-    public static func change(_ outgoing: OutgoingChange) -> Change? {
-        guard let id = UUIDText.parse(outgoing.entityID) else { return nil }
-        let op: ChangeOperation = outgoing.isDelete ? .delete : .put
-        return Change(
-            changeId: outgoing.changeID, kind: outgoing.kind, id: id, op: op, baseVersion: outgoing.baseVersion,
+    /// The wire form of a frozen outbox change.
+    public static func change(_ outgoing: OutgoingChange) -> Change {
+        Change(
+            changeId: outgoing.changeID, kind: outgoing.kind, id: outgoing.ref.id, op: outgoing.operation,
+            baseVersion: outgoing.baseVersion,
             note: outgoing.isDelete ? nil : outgoing.note.map(NotePayload.init),
             folder: outgoing.isDelete ? nil : outgoing.folder.map(FolderPayload.init))
     }
 
     /// Nil when a note body cannot be decoded (the row is treated as unreadable).
     public static func remote(_ version: EntityVersion) -> RemoteEntity? {
-        var entity = RemoteEntity(
-            kind: version.kind, entityID: UUIDText.format(version.id), version: version.version,
-            deleted: version.deleted)
+        var entity = RemoteEntity(version.ref, version: version.version, deleted: version.deleted)
         if !version.deleted {
             switch version.kind {
             case .note:

@@ -1,14 +1,6 @@
 import Foundation
 import NotesModel
 
-/// What a change does to its entity.
-public enum ChangeOperation: String, Sendable, Hashable, Codable {
-    /// Create, edit, move, or revive a tombstone.
-    case put
-    /// Make a tombstone.
-    case delete
-}
-
 /// One change pushed by a client:
 /// `{ "changeId", "kind", "id", "op", "baseVersion", "note" | "folder" }`.
 ///

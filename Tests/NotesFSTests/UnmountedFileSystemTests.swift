@@ -19,7 +19,7 @@ import Testing
 
     func pull(_ store: NotesStore, _ id: NoteID, _ body: String, version: Int64 = 2) throws {
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: version, deleted: false,
+            [RemoteEntity(.note(id), version: version, deleted: false,
                           note: NoteContent(title: "n", body: Data(utf8: body), folderID: nil))],
             cursor: "c\(version)")
     }

@@ -157,7 +157,7 @@ import Testing
         for change in try store.freezeBatch() { try store.settle(change.changeID, outcome: .applied(version: 1)) }
         let remote = Data(utf8: "remote\n")
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: 2, deleted: false,
+            [RemoteEntity(.note(id), version: 2, deleted: false,
                           note: NoteContent(title: "n", body: remote, folderID: nil))],
             cursor: "c2")
         #expect(try store.contents(of: .note(id)) == remote)

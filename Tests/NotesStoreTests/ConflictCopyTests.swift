@@ -29,16 +29,15 @@ import Testing
         mutating func clash(local: String, remote: String) throws -> SettleReport {
             try store.replaceBody(of: id, with: Data(utf8: local))
             version += 1
-            let server = RemoteEntity(
-                kind: .note, entityID: id.description, version: version, deleted: false,
+            let server = RemoteEntity(.note(id), version: version, deleted: false,
                 note: NoteContent(title: "n.md", body: Data(utf8: remote), folderID: nil))
             var report = SettleReport()
             for change in try store.freezeBatch() {
                 let outcome: ChangeOutcome =
-                    change.entityID == id.description
+                    change.ref == .note(id)
                     ? .conflict(current: server) : .applied(version: version)
                 let settled = try store.settle(change.changeID, outcome: outcome)
-                if change.entityID == id.description { report = settled }
+                if change.ref == .note(id) { report = settled }
             }
             // Whatever the merge queued is accepted as it is.
             for change in try store.freezeBatch() {
@@ -141,9 +140,9 @@ import Testing
         // the update meets the tombstone, and an edit beats a delete.
         try synced.clash(local: "one\nmine again\nthree\n", remote: "one\ntheirs again\nthree\n")
         try synced.store.replaceBody(of: copyID, with: Data(utf8: "one\nmine\nmine again\nthree\nlater\n"))
-        let change = try #require(try synced.store.freezeBatch().first { $0.entityID == copyID.description })
+        let change = try #require(try synced.store.freezeBatch().first { $0.ref == .note(copyID) })
         synced.version += 1
-        let tombstone = RemoteEntity(kind: .note, entityID: copyID.description, version: synced.version, deleted: true)
+        let tombstone = RemoteEntity(.note(copyID), version: synced.version, deleted: true)
         let report = try synced.store.settle(change.changeID, outcome: .conflict(current: tombstone))
         #expect(report.requeued)
         #expect(try synced.text(copyID) == "one\nmine\nmine again\nthree\nlater\n")
@@ -157,7 +156,7 @@ import Testing
         // Another machine tidied the copy; this one pulls that.
         synced.version += 1
         try synced.store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: copyID.description, version: synced.version, deleted: false,
+            [RemoteEntity(.note(copyID), version: synced.version, deleted: false,
                           note: NoteContent(title: try synced.names().first { $0 != "n.md" } ?? "",
                                             body: Data(utf8: "mine\n"), folderID: nil))],
             cursor: "c\(synced.version)")
@@ -176,8 +175,7 @@ import Testing
         try synced.store.replaceBody(of: copyID, with: Data(utf8: "one\nmine, edited here\nthree\n"))
         let change = try #require(try synced.store.freezeBatch().first)
         synced.version += 1
-        let server = RemoteEntity(
-            kind: .note, entityID: copyID.description, version: synced.version, deleted: false,
+        let server = RemoteEntity(.note(copyID), version: synced.version, deleted: false,
             note: NoteContent(title: copyTitle, body: Data(utf8: "one\nmine, edited there\nthree\n"), folderID: nil))
         let report = try synced.store.settle(change.changeID, outcome: .conflict(current: server))
         #expect(report.conflictCopy == nil)
@@ -208,7 +206,7 @@ import Testing
         defer { synced.fixture.remove() }
         let otherCopy = NoteID()
         try synced.store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: otherCopy.description, version: 7, deleted: false,
+            [RemoteEntity(.note(otherCopy), version: 7, deleted: false,
                           note: NoteContent(title: "n (conflicted copy desk 2026-01-02).md",
                                             body: Data(utf8: "desk\n"), folderID: nil))],
             cursor: "c7")
@@ -235,8 +233,8 @@ import Testing
         #expect(try synced.store.conflictCopies().isEmpty)
         // Both go out as ordinary changes: the copy's delete, and the note's edit unless kept as it was.
         let changes = try synced.store.freezeBatch()
-        #expect(changes.contains { $0.entityID == copyID.description && $0.isDelete })
-        #expect(changes.contains { $0.entityID == synced.id.description } == (keep != .note))
+        #expect(changes.contains { $0.ref == .note(copyID) && $0.operation == .delete })
+        #expect(changes.contains { $0.ref == .note(synced.id) } == (keep != .note))
     }
 
     @Test func resolvingSomethingThatIsNotACopyFails() throws {

@@ -39,7 +39,7 @@ import TestSupport
             let body = Data(String(repeating: "pulled line \(index)\n", count: 60_000).utf8)
             do {
                 try store.applyPulled(
-                    [RemoteEntity(kind: .note, entityID: NoteID().description, version: Int64(index + 1), deleted: false,
+                    [RemoteEntity(.note(NoteID()), version: Int64(index + 1), deleted: false,
                                   note: NoteContent(title: "p\(index).md", body: body, folderID: nil))],
                     cursor: "e.\(index + 1)")
                 pulled += 1

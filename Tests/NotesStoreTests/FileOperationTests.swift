@@ -218,7 +218,7 @@ import Testing
         let mine = try store.createNote(in: .root, title: "todo.md", body: Data(utf8: "mine"))
         let twin = NoteID()
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: twin.description, version: 4, deleted: false,
+            [RemoteEntity(.note(twin), version: 4, deleted: false,
                           note: NoteContent(title: "todo.md", body: Data(utf8: "theirs"), folderID: nil))],
             cursor: "c1")
         #expect(try store.lookup(in: .root, name: "todo.md")?.ref == .note(mine))
@@ -236,7 +236,7 @@ import Testing
         try syncEverything(store)
         try store.replaceBody(of: id, with: Data(utf8: "local edit"))
         let report = try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: 500, deleted: false,
+            [RemoteEntity(.note(id), version: 500, deleted: false,
                           note: NoteContent(title: "n", body: Data(utf8: "remote"), folderID: nil))],
             cursor: "c")
         #expect(report.skippedDirty == 1)
@@ -253,7 +253,7 @@ import Testing
         try syncEverything(store)
         _ = try store.createFile(in: .folder(folderID), name: ".n.md.swp")
         try store.applyPulled(
-            [RemoteEntity(kind: .folder, entityID: folderID.description, version: 900, deleted: true)], cursor: "c")
+            [RemoteEntity(.folder(folderID), version: 900, deleted: true)], cursor: "c")
         #expect(try store.path(of: .note(note)) == "/n.md")
         let kept = try #require(try store.lookup(in: .root, name: "Work"))
         guard case .local = kept.ref else { Issue.record("Work should stay as a local-only directory"); return }
@@ -321,7 +321,7 @@ import Testing
         defer { fixture.remove() }
         let id = NoteID()
         try fixture.store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: 1, deleted: false,
+            [RemoteEntity(.note(id), version: 1, deleted: false,
                           note: NoteContent(title: title, body: Data(utf8: "x"), folderID: nil))],
             cursor: nil)
         let entry = try #require(try fixture.store.list(directory: .root).first)

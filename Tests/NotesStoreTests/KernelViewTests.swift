@@ -32,7 +32,7 @@ import Testing
 
     func pull(_ store: NotesStore, _ id: NoteID, _ body: String, version: Int64 = 2) throws {
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: version, deleted: false,
+            [RemoteEntity(.note(id), version: version, deleted: false,
                           note: NoteContent(title: "n", body: Data(utf8: body), folderID: nil))],
             cursor: "c\(version)")
     }
@@ -201,7 +201,7 @@ import Testing
         // Another machine deletes the note, a third edits it back to life
         // (an edit beats a delete); a program here read it before both.
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: 2, deleted: true, note: nil)], cursor: "c2")
+            [RemoteEntity(.note(id), version: 2, deleted: true, note: nil)], cursor: "c2")
         try pull(store, id, "a\nB\n", version: 3)
         #expect(try store.truncate(.note(id), to: 0, view: view))
         _ = try store.write(.note(id), offset: 0, bytes: Data(utf8: "a\nC\n"), append: false, view: view)

@@ -107,8 +107,7 @@ import Testing
         try fixture.store.replaceBody(of: id, with: Data(utf8: "base\nfrozen\n"))
         let edit = try #require(try fixture.store.freezeBatch().first)
         try fixture.store.replaceBody(of: id, with: Data(utf8: "base\nfrozen\nafter freeze\n"))
-        let remote = RemoteEntity(
-            kind: .note, entityID: id.description, version: 5, deleted: false,
+        let remote = RemoteEntity(.note(id), version: 5, deleted: false,
             note: NoteContent(title: "n.md", body: Data(utf8: "remote\n"), folderID: nil))
         let report = try fixture.store.settle(edit.changeID, outcome: .conflict(current: remote))
         // keepBoth: the note takes the server's text, the local text is a copy.
@@ -118,7 +117,7 @@ import Testing
         // The same answer again (a duplicated reply) changes nothing.
         #expect(try fixture.store.settle(edit.changeID, outcome: .conflict(current: remote)) == SettleReport())
         let next = try fixture.store.freezeBatch()
-        #expect(next.map(\.entityID) == [copy.description])
+        #expect(next.map(\.ref) == [.note(copy)])
     }
 
     @Test func aPushsAnswersSettleTogetherInOrderAndARepeatedAnswerChangesNothing() throws {
@@ -128,8 +127,7 @@ import Testing
         let batch = try fixture.store.freezeBatch()
         #expect(batch.count == 3)
         try fixture.store.replaceBody(of: ids[1], with: Data(utf8: "v1\nafter freeze\n"))
-        let remote = RemoteEntity(
-            kind: .note, entityID: ids[2].description, version: 9, deleted: false,
+        let remote = RemoteEntity(.note(ids[2]), version: 9, deleted: false,
             note: NoteContent(title: "n2.md", body: Data(utf8: "v2\nremote\n"), folderID: nil))
         let reports = try fixture.store.settle([
             (batch[0].changeID, .applied(version: 1)), (batch[1].changeID, .applied(version: 2)),
@@ -140,7 +138,7 @@ import Testing
         // Applied answers are clean; the edit made after the freeze stays queued;
         // the conflict took the server's text (it holds every local line).
         let pending = try fixture.store.freezeBatch()
-        #expect(Set(pending.map(\.entityID)) == [ids[1].description])
+        #expect(Set(pending.map(\.ref)) == [.note(ids[1])])
         #expect(try fixture.store.contents(of: .note(ids[2])) == Data(utf8: "v2\nremote\n"))
         #expect(try fixture.store.status().pendingCount == 1)
     }
@@ -153,8 +151,7 @@ import Testing
         try fixture.store.settle(create.changeID, outcome: .applied(version: 1))
         try fixture.store.replaceBody(of: id, with: Data(utf8: "ONE\ntwo\nthree\n"))
         let edit = try #require(try fixture.store.freezeBatch().first)
-        let remote = RemoteEntity(
-            kind: .note, entityID: id.description, version: 2, deleted: false,
+        let remote = RemoteEntity(.note(id), version: 2, deleted: false,
             note: NoteContent(title: "n.md", body: Data(utf8: "one\ntwo\nTHREE\n"), folderID: nil))
         let report = try fixture.store.settle(edit.changeID, outcome: .conflict(current: remote))
         #expect(report.conflictCopy == nil)
@@ -173,8 +170,7 @@ import Testing
         try fixture.store.settle(create.changeID, outcome: .applied(version: 1))
         try fixture.store.replaceBody(of: id, with: Data(utf8: "b\n"))
         let edit = try #require(try fixture.store.freezeBatch().first)
-        let remote = RemoteEntity(
-            kind: .note, entityID: id.description, version: 2, deleted: false,
+        let remote = RemoteEntity(.note(id), version: 2, deleted: false,
             note: NoteContent(title: "n.md", body: Data(utf8: "b\n"), folderID: nil))
         let report = try fixture.store.settle(edit.changeID, outcome: .conflict(current: remote))
         #expect(report.conflictCopy == nil)

@@ -37,8 +37,8 @@ import Testing
         return nil
     }
 
-    func sentNoteIDs(_ store: NotesStore) throws -> [String] {
-        try store.freezeBatch().filter { $0.kind == .note }.map(\.entityID)
+    func sentNoteIDs(_ store: NotesStore) throws -> [NoteID] {
+        try store.freezeBatch().compactMap(\.ref.noteID)
     }
 
     @Test func aCopyCutShortByTheCapIsHeldBackUntilItIsMadeSmaller() throws {
@@ -60,7 +60,7 @@ import Testing
         #expect(try sentNoteIDs(store).isEmpty)
         // …until it is made smaller than it was when the write was refused.
         try store.truncate(.note(id), to: 500)
-        #expect(try sentNoteIDs(store) == [id.description])
+        #expect(try sentNoteIDs(store) == [id])
         #expect(try store.status().heldForSize.isEmpty)
     }
 
@@ -74,7 +74,7 @@ import Testing
         #expect(try sentNoteIDs(store).isEmpty)
         try store.removeFile(in: .root, name: "big.txt")
         let sent = try store.freezeBatch()
-        #expect(sent.map(\.entityID) == [id.description])
+        #expect(sent.map(\.ref) == [.note(id)])
         #expect(sent.first?.isDelete == true)
         #expect(try store.status().heldForSize.isEmpty)
     }
@@ -93,6 +93,6 @@ import Testing
         #expect(try store.contents(of: .note(id)) == Data(utf8: "old text\n"))
         #expect(try store.status().heldForSize.isEmpty)
         try store.write(.note(id), offset: 9, bytes: Data(utf8: "more\n"))
-        #expect(try sentNoteIDs(store) == [id.description])
+        #expect(try sentNoteIDs(store) == [id])
     }
 }

@@ -93,7 +93,7 @@ import Testing
         try syncEverything()
         clock.advance(seconds: 10)
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: NoteID().description, version: 7, deleted: false,
+            [RemoteEntity(.note(NoteID()), version: 7, deleted: false,
                           note: NoteContent(title: "n.md", body: Data(utf8: "x"), folderID: folderID))],
             cursor: "c")
         #expect(try entry(work).modifiedNanoseconds == now)
@@ -186,7 +186,7 @@ import Testing
         try store.setModified(note, nanoseconds: future)
         guard case .note(let id) = note else { return }
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: 900, deleted: false,
+            [RemoteEntity(.note(id), version: 900, deleted: false,
                           note: NoteContent(title: "m.md", body: Data(utf8: "remote"), folderID: nil))],
             cursor: "c")
         #expect(try store.contents(of: note) == Data(utf8: "remote"))

@@ -79,7 +79,7 @@ import Testing
         #expect(try store.restoreFromTrash(entry.seq) == draft)
         #expect(try store.lookup(in: .root, name: "draft.md")?.ref == .note(draft))
         let sent = try store.freezeBatch()
-        #expect(sent.count == 1 && sent.first?.entityID == draft.description && sent.first?.isDelete == false)
+        #expect(sent.count == 1 && sent.first?.ref == .note(draft) && sent.first?.operation == .put)
         #expect(sent.first?.baseVersion == nil && sent.first?.note?.body == Data(utf8: "offline words\n"))
     }
 
@@ -91,7 +91,7 @@ import Testing
         let (work, plan) = try syncedPlan(store, version: &version)
         let tombstone = version + 1
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: plan.description, version: tombstone, deleted: true)], cursor: "c1")
+            [RemoteEntity(.note(plan), version: tombstone, deleted: true)], cursor: "c1")
         #expect(try store.lookup(in: work, name: "plan.md") == nil)
 
         let entry = try #require(try store.trashEntries().first)
@@ -105,7 +105,7 @@ import Testing
         #expect(try store.contents(of: .note(plan)) == Data(utf8: "the plan\n"))
         #expect(try store.trashEntries().isEmpty)
         let sent = try store.freezeBatch()
-        #expect(sent.map(\.entityID) == [plan.description])
+        #expect(sent.map(\.ref) == [.note(plan)])
         #expect(sent.first?.isDelete == false && sent.first?.baseVersion == tombstone)
         #expect(sent.first?.note?.title == "plan.md" && sent.first?.note?.body == Data(utf8: "the plan\n"))
     }
@@ -131,7 +131,7 @@ import Testing
         #expect(try store.lookup(in: directory, name: "plan.md")?.ref == .note(plan))
         let sent = try store.freezeBatch()
         let notePut = try #require(sent.first { $0.kind == .note })
-        #expect(notePut.entityID == plan.description && !notePut.isDelete && notePut.baseVersion == tombstone)
+        #expect(notePut.ref == .note(plan) && notePut.operation == .put && notePut.baseVersion == tombstone)
         #expect(sent.contains { $0.kind == .folder && !$0.isDelete }, "the folder is made again too")
     }
 
@@ -207,11 +207,11 @@ import Testing
         var version: Int64 = 100
         let id = try store.createNote(in: .root, title: "n.md", body: Data(utf8: "v1\n"))
         try syncEverything(store, from: &version)
-        try store.applyPulled([RemoteEntity(kind: .note, entityID: id.description, version: 200, deleted: true)], cursor: "c1")
+        try store.applyPulled([RemoteEntity(.note(id), version: 200, deleted: true)], cursor: "c1")
         #expect(try store.trashEntries().count == 1)
         // Another machine restored it (or edited it): it is live again.
         try store.applyPulled(
-            [RemoteEntity(kind: .note, entityID: id.description, version: 201, deleted: false,
+            [RemoteEntity(.note(id), version: 201, deleted: false,
                           note: NoteContent(title: "n.md", body: Data(utf8: "v1\n"), folderID: nil))], cursor: "c2")
         #expect(try store.trashEntries().isEmpty)
     }

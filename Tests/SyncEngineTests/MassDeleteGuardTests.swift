@@ -129,9 +129,9 @@ final class ManualClock: Sendable {
         for index in 0..<4 { try a.store.createNote(in: .root, title: "r\(index)", body: Data("r\n".utf8)) }
         try await world.syncToQuiet([a, b])
         // The server deletes the folder alone (its notes still name it): b would show 12 notes in its root.
-        let folderID = try a.store.syncInfo(for: project.entry).id
+        let folder = try #require(try a.store.syncInfo(for: project.entry).entity)
         let version = try #require(try a.store.syncInfo(for: project.entry).version)
-        let tombstone = RemoteEntity(kind: .folder, entityID: folderID, version: version + 1_000, deleted: true)
+        let tombstone = RemoteEntity(folder, version: version + 1_000, deleted: true)
         let report = try b.store.applyPulled([tombstone], cursor: nil)
         #expect(report.heldDeletions == 1)
         let hold = try b.store.massDeleteHold()

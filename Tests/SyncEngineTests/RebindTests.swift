@@ -44,8 +44,8 @@ import Testing
         let queued = try a.store.freezeBatch(maxCount: 100, maxBytes: 1 << 20)
         #expect(queued.count == 2)
         #expect(queued.allSatisfy { $0.baseVersion == nil && !$0.isDelete })
-        #expect(Set(queued.map(\.entityID)).contains(note.description))
-        #expect(!queued.map(\.entityID).contains(gone.description), "a local tombstone has nothing to tell")
+        #expect(Set(queued.map(\.ref)).contains(.note(note)))
+        #expect(!queued.map(\.ref).contains(.note(gone)), "a local tombstone has nothing to tell")
         // The new token's first answer names the account; another token of
         // another account is refused after that.
         try a.store.confirmAccount(serverAccount: "account:k2", tokenID: "new")
