@@ -55,10 +55,10 @@ struct LogCommand: Command {
             var lines: [String] = []
             let oldestFirst = listing.items.reversed()
             var previous = Data()
-            let deviceWords = try history.deviceWords(for: listing.items)
+            let devices = try history.deviceLabels(for: listing.items)
             for version in oldestFirst {
                 let when = MomentTime.localText(version.time)
-                let device = deviceWords(version.device)
+                let device = devices.label(version.device)
                 if version.deleted {
                     lines.append("\(when)  \(device)  deleted")
                     continue

@@ -64,45 +64,9 @@ struct NoteHistory {
         }
     }
 
-    /// Names the machines that made `versions`: this one as `this machine`,
-    /// another by the name it last told the server, with the last digits of
-    /// its id when another machine (this one included) goes by the same
-    /// name, or as `device` and those digits when it told none. Names are
-    /// other people's text: shown escaped, never trusted for anything else.
-    func deviceWords(for versions: [VersionSummary]) throws -> (DeviceID?) -> String {
-        let this = try store.admin.device()
-        var devicesByName: [String: Set<DeviceID>] = [this.name: [this.id]]
-        var names: [DeviceID: String] = [:]
-        for version in versions {
-            guard let device = version.device, device != this.id, let name = version.deviceName else { continue }
-            names[device] = name
-            devicesByName[name, default: []].insert(device)
-        }
-        return { device in
-            guard let device else { return "unknown device" }
-            if device == this.id { return "this machine" }
-            // The last digits: a time-ordered id begins with its creation time.
-            let digits = String(device.description.suffix(8))
-            guard let name = names[device] else { return "device " + digits }
-            let shown = Self.printable(name)
-            return devicesByName[name, default: []].count > 1 ? "\(shown) (\(digits))" : shown
-        }
-    }
-
-    /// `text` with what a terminal would act on written out: control
-    /// characters, line and paragraph separators and bidirectional
-    /// overrides become `\u{…}`, a backslash `\\`.
-    static func printable(_ text: String) -> String {
-        var shown = ""
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x5C: shown += "\\\\"
-            case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
-                shown += "\\u{" + String(scalar.value, radix: 16) + "}"
-            default: shown.unicodeScalars.append(scalar)
-            }
-        }
-        return shown
+    /// Names the machines that made `versions` (`DeviceLabels`).
+    func deviceLabels(for versions: [VersionSummary]) throws -> DeviceLabels {
+        DeviceLabels(versions: versions, this: try store.admin.device())
     }
 
     /// The tree of `at` from this machine's records.
