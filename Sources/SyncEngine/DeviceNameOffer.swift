@@ -1,4 +1,3 @@
-import NotesModel
 import SyncProtocol
 import Synchronization
 
@@ -21,15 +20,15 @@ public final class DeviceNameOffer: Sendable {
         case notUnderstood
     }
 
-    /// The name as it travels: cut to `PushRequest.deviceNameBytesMax` bytes at a character boundary.
+    /// The name as it travels: without control characters, cut to
+    /// `PushRequest.deviceNameBytesMax` bytes at a character boundary.
     public let name: String
     private let state = Mutex(State.waiting)
 
-    /// Nil for an empty name (nothing to tell).
+    /// Nil when nothing of the name can travel (an empty one).
     public init?(name: String) {
-        let cut = String(NameParts.prefix(name[...], bytesMax: PushRequest.deviceNameBytesMax))
-        guard !cut.isEmpty else { return nil }
-        self.name = cut
+        guard let sendable = PushRequest.sendableDeviceName(name) else { return nil }
+        self.name = sendable
     }
 
     /// Whether a server took the name, for tests and status.

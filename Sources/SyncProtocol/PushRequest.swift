@@ -25,6 +25,22 @@ public struct PushRequest: Hashable, Sendable, Codable {
     /// conflict copy's title shows of it, too).
     public static let deviceNameBytesMax = ConflictPolicy.deviceNameBytesMax
 
+    /// A name a push may carry: 1 to `deviceNameBytesMax` bytes, no C0
+    /// control character or DEL (PostgreSQL's text cannot even hold NUL).
+    public static func isValidDeviceName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= deviceNameBytesMax
+            && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
+    /// `name` made valid to send, or nil when nothing is left: control
+    /// characters dropped, cut at a character boundary.
+    public static func sendableDeviceName(_ name: String) -> String? {
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })
+        let cut = String(NameParts.prefix(String(kept)[...], bytesMax: deviceNameBytesMax))
+        return isValidDeviceName(cut) ? cut : nil
+    }
+
     public init(device: DeviceID, deviceName: String? = nil, changes: [Change], cursor: SyncCursor? = nil) {
         self.device = device
         self.deviceName = deviceName

@@ -188,8 +188,9 @@ public final class SyncServer: Sendable {
                 throw ServerError.badRequest("\(change.ref) has more than one change in one push")
             }
         }
-        if let name = push.deviceName, name.isEmpty || name.utf8.count > PushRequest.deviceNameBytesMax {
-            throw ServerError.badRequest("deviceName must be 1 to \(PushRequest.deviceNameBytesMax) bytes of UTF-8")
+        if let name = push.deviceName, !PushRequest.isValidDeviceName(name) {
+            throw ServerError.badRequest(
+                "deviceName must be 1 to \(PushRequest.deviceNameBytesMax) bytes of UTF-8 without control characters")
         }
         let prepared = try push.changes.map { change throws(ServerError) in try PreparedChange(change, limits: limits) }
         let payloadBytes = prepared.reduce(0) { total, change in

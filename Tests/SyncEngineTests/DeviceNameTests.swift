@@ -109,9 +109,11 @@ import Testing
         #expect(labels.label(nil) == "unknown device")
     }
 
-    @Test func aLongNameIsCutAtACharacterBoundaryAndAnEmptyOneIsNotSent() {
+    @Test func aLongNameIsCutAtACharacterBoundaryControlCharactersDropAndAnEmptyOneIsNotSent() {
         #expect(DeviceNameOffer(name: "") == nil)
         let long = DeviceNameOffer(name: String(repeating: "é", count: 40))
         #expect(long?.name == String(repeating: "é", count: 32))
+        #expect(DeviceNameOffer(name: "lap\u{0}top\n\u{1B}")?.name == "laptop", "control characters never travel")
+        #expect(DeviceNameOffer(name: "\n\t") == nil)
     }
 }

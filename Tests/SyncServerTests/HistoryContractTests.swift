@@ -147,8 +147,8 @@ extension Harness {
             #expect(reply.status == 200, "\(reply.text)")
             #expect(try reply.decode(PushResponse.self).results.first?.appliedVersion != nil)
         }
-        // A name is user text: a terminal escape travels as it is, for the client to show escaped.
-        let phoneName = "phone \u{1B}[31m ✓"
+        // A name is user text: a right-to-left override travels as it is, for the client to show escaped.
+        let phoneName = "phone \u{202E}✓ \\"
         try await push(Make.note(id, body: "one\n"), from: laptop, name: "laptop", token: token)
         try await push(Make.note(id, body: "two\n", base: 1), from: phone, name: phoneName, token: token)
         // A client from before names: no field, and the push works as ever.
@@ -166,8 +166,8 @@ extension Harness {
         #expect(page.versions.map(\.device) == [laptop, laptop, older, phone, laptop])
         #expect(page.versions.map(\.deviceName) == ["work laptop", "work laptop", nil, phoneName, "work laptop"])
 
-        // Bounded: 1 to 64 bytes, else a 400 that applies nothing.
-        for name in ["", String(repeating: "é", count: 33)] {
+        // Bounded: 1 to 64 bytes without control characters, else a 400 that applies nothing.
+        for name in ["", String(repeating: "é", count: 33), "nul\u{0}", "escape\u{1B}[2J", "line\nbreak"] {
             let reply = try await h.pushRaw([Make.note(id, body: "x\n", base: 5)], token: token, device: phone, deviceName: name)
             #expect(reply.status == 400 && reply.errorCode == "bad_request" && reply.text.contains("deviceName"))
         }
