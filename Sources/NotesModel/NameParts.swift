@@ -36,7 +36,7 @@ public enum NameParts {
     /// The longest prefix of `text` of at most `bytesMax` UTF-8 bytes ending at a
     /// character boundary; at a scalar boundary when the first character alone is
     /// too long (a letter with thousands of combining marks is one character).
-    static func prefix(_ text: Substring, bytesMax: Int) -> Substring {
+    public static func prefix(_ text: Substring, bytesMax: Int) -> Substring {
         if text.utf8.count <= bytesMax { return text }
         var end = text.startIndex
         var bytes = 0

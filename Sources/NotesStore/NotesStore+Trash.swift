@@ -3,7 +3,8 @@ import NotesModel
 import SQLiteKit
 
 // The trash: notes deleted here, or deleted elsewhere and pulled here, kept
-// with their last text for `trashRetentionNanoseconds` (see `TrashTable`),
+// with their last text as long as the server keeps its history (see
+// NotesStore+TrashPeriod.swift and `TrashTable`),
 // shown under .notesfs/trash/ and brought back as the same note.
 extension NotesStore {
     /// Puts a note that is being deleted into the trash, under the path it is
@@ -28,7 +29,7 @@ extension NotesStore {
     func trashFromServerHistory(
         _ id: NoteID, lastContent content: NoteContent, deletionVersion: Int64, deletedAtNanoseconds: Int64
     ) throws(StoreError) -> Bool {
-        guard deletedAtNanoseconds >= now - configuration.trashRetentionNanoseconds else { return false }
+        guard deletedAtNanoseconds >= now - trashRetentionNanoseconds else { return false }
         return try write(origin: .remote) { db, _ in
             guard try NoteRow.load(db, id: id) == nil else { return false }
             try db.run(
@@ -53,7 +54,7 @@ extension NotesStore {
     /// first row (entries are added in the order they are deleted).
     func trashNeedsPruning(_ db: Connection) throws -> Bool {
         let oldest = try db.queryOne("SELECT deleted_ns FROM trash ORDER BY seq LIMIT 1") { $0.int64(0) }
-        return oldest.map { $0 < now - configuration.trashRetentionNanoseconds } ?? false
+        return oldest.map { $0 < now - trashRetentionNanoseconds } ?? false
     }
 
     /// True when the note is in the trash (its tombstone must stay).
@@ -105,7 +106,7 @@ extension NotesStore {
                 SELECT t.seq, t.note_id FROM trash t WHERE t.deleted_ns < ?
                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.entity_kind = 'note' AND o.entity_id = t.note_id)
                 ORDER BY t.seq LIMIT ?
-                """, now - configuration.trashRetentionNanoseconds, Self.pruneStepEntriesMax
+                """, now - trashRetentionNanoseconds, Self.pruneStepEntriesMax
             ) { ($0.int64(0), NoteID($0.string(1))) }
             for (seq, id) in old {
                 if let id {
@@ -127,7 +128,7 @@ extension NotesStore {
     }
 
     /// The oldest deletion time the trash still shows.
-    var trashCutoff: Int64 { now - configuration.trashRetentionNanoseconds }
+    var trashCutoff: Int64 { now - trashRetentionNanoseconds }
 
     /// The entries the trash shows that meet `condition` (SQL starting with
     /// ` AND`, over `t` and `n`), most recently deleted first.

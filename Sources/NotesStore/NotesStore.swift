@@ -31,6 +31,9 @@ public final class NotesStore: @unchecked Sendable {
     let openedNanoseconds: Int64
     /// The bytes of local-only regular files, beside the database.
     let localFiles: LocalFileDirectory
+    /// The server's history period in seconds as it last told it (0: none
+    /// did); the trash keeps notes as long (NotesStore+TrashPeriod.swift).
+    let serverHistorySeconds = Atomic<Int64>(0)
 
     /// The database file's path.
     public var path: String { queue.path }
@@ -41,6 +44,7 @@ public final class NotesStore: @unchecked Sendable {
         self.directoryPath = (path as NSString).deletingLastPathComponent
         self.openedNanoseconds = configuration.clock.nowNanoseconds()
         var incrementalVacuum = false
+        var serverHistorySeconds: Int64 = 0
         let directoryPath = (path as NSString).deletingLastPathComponent
         let localFiles = LocalFileDirectory(databasePath: path)
         self.localFiles = localFiles
@@ -52,6 +56,7 @@ public final class NotesStore: @unchecked Sendable {
                 let fresh = try db.userVersion == 0
                 try Schema.migrate(db)
                 try NotesStore.ensureSyncState(db, configuration: configuration)
+                serverHistorySeconds = try Self.storedServerHistorySeconds(db)
                 try localFiles.open {
                     try Self.sweepLocalFiles(db, localFiles, newUUID: configuration.newUUID)
                 }
@@ -67,6 +72,7 @@ public final class NotesStore: @unchecked Sendable {
             }
         }
         self.incrementalVacuum = incrementalVacuum
+        self.serverHistorySeconds.store(serverHistorySeconds, ordering: .relaxed)
         if configuration.historyPruning == .background {
             historyPruner.attach { [weak self] in
                 // A failed run leaves the history as it was; the next save

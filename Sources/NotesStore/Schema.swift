@@ -4,11 +4,12 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 10
+    static let currentVersion = 11
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9, version10,
+        NotesStore.version11,
     ]
 
     static func migrate(_ db: Connection) throws {

@@ -42,6 +42,12 @@ extension SyncReplica {
         try store.syncState()
     }
 
+    /// Keeps the server's history period (`ChangesPage.historySeconds`; nil:
+    /// the server did not say): the trash keeps notes as long.
+    nonisolated(nonsending) public func rememberServerHistory(seconds: Int64?) async throws(StoreError) {
+        try store.rememberServerHistory(seconds: seconds)
+    }
+
     /// Records the end of a sync run.
     nonisolated(nonsending) public func recordSyncRun(succeeded: Bool, error: String?) async throws(StoreError) {
         try store.recordSyncRun(succeeded: succeeded, error: error)

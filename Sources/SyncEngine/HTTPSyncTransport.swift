@@ -36,17 +36,23 @@ public final class HTTPSyncTransport: SyncTransport {
     public let caFile: String?
     /// Named in long polls, so the server does not wake them for this device's own pushes.
     public let device: DeviceID?
+    /// Tells the server this device's name with the session's first push; nil: no name.
+    public let deviceNameOffer: DeviceNameOffer?
     private let authorization: String
     private let client = CurlClient()
     private let counters = Mutex(Counters())
 
     /// `baseURL` is the server's root (`http://host:8080`); `token` is the
     /// text after `Bearer ` and is never logged; `device` is the pushing
-    /// device's id; `caFile` replaces the system's trusted certificates.
-    public init(baseURL: URL, token: String, device: DeviceID? = nil, caFile: String? = nil) {
+    /// device's id and `deviceName` its name for other machines' logs;
+    /// `caFile` replaces the system's trusted certificates.
+    public init(
+        baseURL: URL, token: String, device: DeviceID? = nil, deviceName: String? = nil, caFile: String? = nil
+    ) {
         self.baseURL = baseURL
         self.caFile = caFile
         self.device = device
+        self.deviceNameOffer = deviceName.flatMap(DeviceNameOffer.init(name:))
         self.authorization = "Bearer \(token)"
     }
 
@@ -59,6 +65,11 @@ public final class HTTPSyncTransport: SyncTransport {
     public var wireCounters: Counters { counters.withLock { $0 } }
 
     public func push(_ request: PushRequest) async throws(TransportError) -> PushResponse {
+        guard let deviceNameOffer else { return try await send(request) }
+        return try await deviceNameOffer.push(request) { request throws(TransportError) in try await send(request) }
+    }
+
+    private func send(_ request: PushRequest) async throws(TransportError) -> PushResponse {
         let body = try TransportDecoding.encode(request)
         let (status, data) = try await send(method: "POST", path: Endpoint.push, body: body)
         return try TransportDecoding.decode(PushResponse.self, status: status, body: data, server: serverName)

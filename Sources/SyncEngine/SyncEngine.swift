@@ -293,6 +293,7 @@ public actor SyncEngine {
             entities.append(entity)
         }
         let report = try await replica.applyPulled(entities, cursor: page.nextCursor.rawValue)
+        try await replica.rememberServerHistory(seconds: page.historySeconds)
         progressValue.withLock { $0.pulled += entities.count }
         if !report.unseenDeletedNotes.isEmpty, transport is any HistoryTransport {
             unseenDeletions.append(contentsOf: report.unseenDeletedNotes.prefix(Self.unseenDeletionsMax - unseenDeletions.count))

@@ -28,6 +28,9 @@ public struct VersionSummary: Hashable, Sendable, Codable {
     public var time: Date
     /// The device that pushed it; nil for versions stored before the server kept devices.
     public var device: DeviceID?
+    /// That device's latest name, as it last told the server (display text,
+    /// never an identity); nil when it never did or the server predates names.
+    public var deviceName: String?
     /// True for a tombstone.
     public var deleted: Bool
     /// Bytes of the note's body (0 for folders and tombstones).
@@ -38,20 +41,21 @@ public struct VersionSummary: Hashable, Sendable, Codable {
     public var parentId: UUID?
 
     public init(
-        version: Int64, changeId: ChangeID, time: Date, device: DeviceID?, deleted: Bool, size: Int, name: String?,
-        parentId: UUID?
+        version: Int64, changeId: ChangeID, time: Date, device: DeviceID?, deviceName: String? = nil, deleted: Bool,
+        size: Int, name: String?, parentId: UUID?
     ) {
         self.version = version
         self.changeId = changeId
         self.time = time
         self.device = device
+        self.deviceName = deviceName
         self.deleted = deleted
         self.size = size
         self.name = name
         self.parentId = parentId
     }
 
-    enum CodingKeys: String, CodingKey { case version, changeId, time, device, deleted, size, name, parentId }
+    enum CodingKeys: String, CodingKey { case version, changeId, time, device, deviceName, deleted, size, name, parentId }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -59,6 +63,7 @@ public struct VersionSummary: Hashable, Sendable, Codable {
         changeId = try container.decode(ChangeID.self, forKey: .changeId)
         time = try container.decodeWireTime(forKey: .time)
         device = try container.decodeIfPresent(DeviceID.self, forKey: .device)
+        deviceName = try container.decodeIfPresent(String.self, forKey: .deviceName)
         deleted = try container.decode(Bool.self, forKey: .deleted)
         size = try container.decode(Int.self, forKey: .size)
         name = try container.decodeIfPresent(String.self, forKey: .name)
@@ -76,6 +81,7 @@ public struct VersionSummary: Hashable, Sendable, Codable {
         try container.encode(changeId, forKey: .changeId)
         try container.encode(WireTime.format(time), forKey: .time)
         try container.encodeIfPresent(device, forKey: .device)
+        try container.encodeIfPresent(deviceName, forKey: .deviceName)
         try container.encode(deleted, forKey: .deleted)
         try container.encode(size, forKey: .size)
         try container.encodeIfPresent(name, forKey: .name)

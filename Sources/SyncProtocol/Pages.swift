@@ -22,10 +22,14 @@ public struct ChangesPage: Hashable, Sendable, Codable {
     /// installation; clients bind their database to it. Nil from a server
     /// that does not name accounts.
     public var account: String?
+    /// How long the server keeps replaced versions (`notesfs serve
+    /// --history-days`), in seconds: clients keep their trash as long. Nil
+    /// from a server that does not say.
+    public var historySeconds: Int64?
 
     public init(
         changes: [EntityVersion], nextCursor: SyncCursor, hasMore: Bool, epoch: String, from: SyncCursor? = nil,
-        account: String? = nil
+        account: String? = nil, historySeconds: Int64? = nil
     ) {
         self.changes = changes
         self.nextCursor = nextCursor
@@ -33,6 +37,7 @@ public struct ChangesPage: Hashable, Sendable, Codable {
         self.epoch = epoch
         self.from = from
         self.account = account
+        self.historySeconds = historySeconds
     }
 }
 

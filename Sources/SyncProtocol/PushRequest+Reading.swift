@@ -19,6 +19,7 @@ extension PushRequest {
 
     private static func readRequest(_ reader: inout StrictJSONReader) -> PushRequest? {
         var device: DeviceID?
+        var deviceName: String?
         var changes: [Change]?
         var cursor: SyncCursor?
         let read = reader.readObject { reader, key in
@@ -26,6 +27,10 @@ extension PushRequest {
             case "device":
                 guard let uuid = reader.readUUID() else { return false }
                 device = DeviceID(uuid)
+            case "deviceName":
+                if reader.consumeNull() { return true }
+                guard let text = reader.readString() else { return false }
+                deviceName = text
             case "changes":
                 var list: [Change] = []
                 guard reader.readArray({ reader in
@@ -44,7 +49,7 @@ extension PushRequest {
             return true
         }
         guard read, let device, let changes else { return nil }
-        return PushRequest(device: device, changes: changes, cursor: cursor)
+        return PushRequest(device: device, deviceName: deviceName, changes: changes, cursor: cursor)
     }
 
     private static func readChange(_ reader: inout StrictJSONReader) -> Change? {

@@ -206,6 +206,10 @@ public struct WireWriter {
         }
         raw(#","hasMore":"#)
         bool(page.hasMore)
+        if let historySeconds = page.historySeconds {
+            raw(#","historySeconds":"#)
+            number(historySeconds)
+        }
         raw(#","nextCursor":"#)
         string(page.nextCursor.rawValue)
         raw(UInt8(ascii: "}"))

@@ -91,6 +91,13 @@ public protocol ServerStore: Sendable {
     /// Records that a request authenticated with the token at `date`.
     func recordTokenUse(tokenID: String, at date: Date) async throws
 
+    /// Keeps `name` as the latest name of `device` in `account`, replacing
+    /// the one before (docs/server.md "Device names"); durable when it returns.
+    func recordDeviceName(account: AccountID, device: DeviceID, name: String, at date: Date) async throws
+
+    /// The latest names of those of `devices` that ever told one in `account`.
+    func deviceNames(account: AccountID, devices: Set<DeviceID>) async throws -> [DeviceID: String]
+
     /// Every account, by name.
     func accounts() async throws -> [AccountSummary]
 

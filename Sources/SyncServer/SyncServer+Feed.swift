@@ -56,7 +56,7 @@ extension SyncServer {
             changes: read.entities.map(\.wire), nextCursor: SyncCursor(epoch: epoch, counter: next),
             hasMore: read.hasMore, epoch: epoch,
             from: after == requestedAfter ? nil : SyncCursor(epoch: epoch, counter: after),
-            account: try await accountKey(account))
+            account: try await accountKey(account), historySeconds: Int64(configuration.historyRetentionSeconds))
         var response = ServerResponse(status: 200, contentType: "application/json", body: page.wireJSON)
         response.logNote = "account=\(account) rows=\(read.entities.count)\(waited ? " waited" : "")"
         return response

@@ -12,9 +12,16 @@ extension SyncServer {
         let limit = try pageLimit(request, max: limits.indexRowsMax)
         let before = try versionParameter(request, Endpoint.Query.before)
         let read = try await store.versions(account: account, ref: ref, before: before, rowsMax: limit)
+        // Each device under the name it told last, not the one it had then.
+        let names = try await store.deviceNames(account: account, devices: Set(read.versions.compactMap(\.device)))
+        let summaries = read.versions.map { version in
+            var summary = version.summary
+            summary.deviceName = version.device.flatMap { names[$0] }
+            return summary
+        }
         var response = ServerResponse.json(
             VersionsPage(
-                versions: read.versions.map(\.summary), hasMore: read.hasMore,
+                versions: summaries, hasMore: read.hasMore,
                 nextBefore: read.hasMore ? read.versions.last?.version : nil, keptSince: read.keptSince,
                 account: try await accountKey(account)))
         response.logNote = "account=\(account) rows=\(read.versions.count)"

@@ -188,6 +188,10 @@ public final class SyncServer: Sendable {
                 throw ServerError.badRequest("\(change.ref) has more than one change in one push")
             }
         }
+        if let name = push.deviceName, !PushRequest.isValidDeviceName(name) {
+            throw ServerError.badRequest(
+                "deviceName must be 1 to \(PushRequest.deviceNameBytesMax) bytes of UTF-8 without control characters")
+        }
         let prepared = try push.changes.map { change throws(ServerError) in try PreparedChange(change, limits: limits) }
         let payloadBytes = prepared.reduce(0) { total, change in
             change.refusal?.reason == .noteTooLarge ? total : total + change.body.count + change.change.payloadNameBytes
@@ -219,6 +223,10 @@ public final class SyncServer: Sendable {
         let outcome = try await store.push(account: account, ownChanges: own) { transaction in
             try PushProcessor.apply(prepared, in: transaction, device: device, now: now, clientCounter: clientCounter)
         }
+        if let name = push.deviceName {
+            // After the changes: a push that fails changes nothing, its name included.
+            try await store.recordDeviceName(account: account, device: device, name: name, at: now)
+        }
         let ownStretch = own(outcome)
         if let own = ownStretch {
             // Before waking polls: this device's own poll sleeps through its push.
@@ -249,7 +257,8 @@ public final class SyncServer: Sendable {
             status: 200, contentType: "application/json", body: body,
             logNote:
                 "account=\(account) device=\(push.device) applied=\(tally.applied) conflict=\(tally.conflicts) "
-                + "refused=\(tally.refused) replayed=\(tally.replayed)")
+                + "refused=\(tally.refused) replayed=\(tally.replayed)"
+                + (push.deviceName.map { " name=" + LogText.escaped($0, limit: PushRequest.deviceNameBytesMax) } ?? ""))
     }
 
     // MARK: Index and fetch

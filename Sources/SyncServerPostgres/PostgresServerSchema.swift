@@ -10,7 +10,7 @@ import SyncServer
 /// keyed by the schema name, so several `notesfs serve` processes starting at
 /// once migrate exactly once: the others wait, then find the work done.
 enum PostgresServerSchema {
-    static let currentVersion = 4
+    static let currentVersion = 5
 
     /// The steps, in order; step `n` brings the schema from version n-1 to n.
     static let steps: [String] = [
@@ -95,6 +95,16 @@ enum PostgresServerSchema {
         EXCEPTION WHEN feature_not_supported THEN
             NULL;
         END $$;
+        """,
+        // The latest name each device told the server (docs/server.md
+        // "Device names").
+        """
+        CREATE TABLE devices(
+            account_id bigint NOT NULL,
+            device uuid NOT NULL,
+            name text NOT NULL,
+            named_at bigint NOT NULL,
+            PRIMARY KEY(account_id, device));
         """,
     ]
 

@@ -5,7 +5,7 @@ import SyncServer
 /// The SQLite server schema and its migrations (`PRAGMA user_version`).
 /// Every table is keyed by account first.
 enum SQLiteServerSchema {
-    static let currentVersion = 3
+    static let currentVersion = 5
 
     /// `now` stamps where the history of accounts that existed before
     /// version 3 starts (their older versions were never kept).
@@ -97,6 +97,21 @@ enum SQLiteServerSchema {
                 try connection.run(
                     "UPDATE accounts SET history_since = ? WHERE counter > 0", SQLiteServerStore.milliseconds(now))
                 try connection.setUserVersion(3)
+            }
+            if version < 5 {
+                // The latest name each device told the server (docs/server.md
+                // "Device names"). Version 4 is PostgreSQL's alone (lz4 bodies):
+                // both stores go on from 5 together.
+                try connection.execute(
+                    """
+                    CREATE TABLE devices(
+                        account_id INTEGER NOT NULL,
+                        device TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        named_at INTEGER NOT NULL,
+                        PRIMARY KEY(account_id, device)) WITHOUT ROWID;
+                    """)
+                try connection.setUserVersion(5)
             }
         }
     }

@@ -18,8 +18,11 @@ struct LogCommand: Command {
         mount, or from the mount's root); a note deleted since is found by the
         path it had (see 'notesfs trash list').
         The versions come from the server's history (kept 30 days by default).
-        The server names machines by id only: this one shows as 'this machine',
-        another as 'device' and the last digits of its id. Without a server,
+        This machine shows as 'this machine', another by the name it last gave
+        the server (its --device-name, or its host name), with the last digits
+        of its id when two machines share a name, or as 'device' and those
+        digits when it never gave one (a machine with an older notesfs, or
+        that has not sent a change since). Without a server,
         or when it cannot be reached, the list is this machine's view only: the
         note's text now and the older texts the local history kept (see
         'notesfs restore'). Print one version with 'notesfs show PATH@TIME'.
@@ -52,9 +55,10 @@ struct LogCommand: Command {
             var lines: [String] = []
             let oldestFirst = listing.items.reversed()
             var previous = Data()
+            let devices = try history.deviceLabels(for: listing.items)
             for version in oldestFirst {
                 let when = MomentTime.localText(version.time)
-                let device = try history.deviceWords(version.device)
+                let device = devices.label(version.device)
                 if version.deleted {
                     lines.append("\(when)  \(device)  deleted")
                     continue

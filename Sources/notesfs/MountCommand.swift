@@ -26,7 +26,8 @@ struct MountCommand: Command {
                          (read at every mount, never copied or logged); any token
                          of the account the profile syncs with works, another
                          account's is refused (then see 'notesfs sync --rebind')
-          --device-name NAME  the name conflict copies show (default: the host name)
+          --device-name NAME  the name conflict copies and other machines'
+                         'notesfs log' show (default: the host name)
           --ca-file F    trust the certificates in this PEM file for an https server
                          (a private CA or a self-signed server); remembered like
                          --server, and --ca-file '' forgets it

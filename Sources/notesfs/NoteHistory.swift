@@ -65,12 +65,9 @@ struct NoteHistory {
         }
     }
 
-    /// How a device that made a version is shown.
-    func deviceWords(_ device: DeviceID?) throws -> String {
-        guard let device else { return "unknown device" }
-        if device == (try store.admin.device().id) { return "this machine" }
-        // The last digits: a time-ordered id begins with its creation time.
-        return "device " + String(device.description.suffix(8))
+    /// Names the machines that made `versions` (`DeviceLabels`).
+    func deviceLabels(for versions: [VersionSummary]) throws -> DeviceLabels {
+        DeviceLabels(versions: versions, this: try store.admin.device())
     }
 
     /// The tree of `at` from this machine's records.

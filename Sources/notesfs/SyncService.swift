@@ -35,7 +35,9 @@ final class SyncService: Sendable {
                 + (caFile.map { " trusting the certificates in \($0)" } ?? ""))
         return (
             profile,
-            HTTPSyncTransport(baseURL: url, token: token.text, device: try store.admin.device().id, caFile: caFile),
+            HTTPSyncTransport(
+                baseURL: url, token: token.text, device: try store.admin.device().id,
+                deviceName: try store.admin.device().name, caFile: caFile),
             token.id
         )
     }

@@ -5,15 +5,17 @@ import NotesStore
 /// `notesfs trash [list | restore PATH... | empty [--yes]]`.
 struct TrashCommand: Command {
     static let name = "trash"
-    static let summary = "List, bring back or forget notes deleted in the last 30 days"
+    static let summary = "List, bring back or forget recently deleted notes"
     static let help = """
         Usage: notesfs trash [list] [--data DIR | --profile NAME]
                notesfs trash restore PATH... [--data DIR | --profile NAME]
                notesfs trash empty [--yes] [--data DIR | --profile NAME]
 
         A note deleted on this machine, or on another machine whose deletion
-        reached this one, stays in the trash for 30 days with its last text. The
-        mount shows the trash read-only in .notesfs/trash, in the old folders.
+        reached this one, stays in the trash with its last text as long as the
+        server keeps its history ('notesfs serve --history-days', 30 by
+        default; 30 days without a server). The mount shows the trash read-only
+        in .notesfs/trash, in the old folders.
         Deletions held by the mass-delete guard are not in the trash until they
         are sent (see 'notesfs sync --help').
 

@@ -360,6 +360,29 @@ import Testing
 }
 
 @Suite struct SchemaTests {
+    /// Turns a current (v11) database back into the v10 layout: no
+    /// remembered server history period.
+    static func downgradeToVersion10(_ path: String) throws {
+        try Connection(path: path).execute(
+            "ALTER TABLE sync_state DROP COLUMN server_history_seconds; PRAGMA user_version = 10;")
+    }
+
+    @Test func aVersion10DatabaseGetsThePeriodColumnAndKeepsTheTrash30DaysUntilAServerSays() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("notes.sqlite")
+        do {
+            let store = try NotesStore(path: path)
+            try store.rememberServerHistory(seconds: 86_400)
+        }
+        try Self.downgradeToVersion10(path)
+        let store = try NotesStore(path: path)
+        #expect(try Connection(path: path).userVersion == 11)
+        #expect(store.trashRetentionNanoseconds == 30 * 86_400 * 1_000_000_000)
+        try store.rememberServerHistory(seconds: 86_400)
+        #expect(store.trashRetentionNanoseconds == 86_400 * 1_000_000_000)
+    }
+
     @Test func anEmptyFileIsMigratedToTheCurrentSchema() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -367,7 +390,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 10)
+        #expect(try Connection(path: path).userVersion == 11)
     }
 
     /// Turns a current (v6) database back into the v5 layout: no local
@@ -426,7 +449,7 @@ import Testing
         try Self.downgradeToVersion4(path)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 10)
+        #expect(try Connection(path: path).userVersion == 11)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.search("old").map(\.noteID) == [id])
         try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
@@ -437,6 +460,7 @@ import Testing
 
     /// Turns a current (v10) database back into the v9 layout: no trash.
     static func downgradeToVersion9(_ path: String) throws {
+        try downgradeToVersion10(path)
         try Connection(path: path).execute(
             "DROP TRIGGER trash_revived; DROP TRIGGER trash_note_gone; DROP TABLE trash; PRAGMA user_version = 9;")
     }
@@ -514,7 +538,7 @@ import Testing
         #expect(try old.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH 'ihdr'") { $0.int64(0) }.count == 1)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 10)
+        #expect(try Connection(path: path).userVersion == 11)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.searchIndexIsStale())
         // The PNG's title matches; the bytes of its body are not indexed.
@@ -590,7 +614,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 10)
+        #expect(try Connection(path: path).userVersion == 11)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -617,7 +641,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 10)
+        #expect(try Connection(path: path).userVersion == 11)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -649,7 +673,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 10)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: 11)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }

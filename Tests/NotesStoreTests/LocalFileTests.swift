@@ -219,7 +219,7 @@ import Testing
 
         for _ in 0..<2 {
             let store = try NotesStore(path: path)
-            #expect(try Connection(path: path).userVersion == 10)
+            #expect(try Connection(path: path).userVersion == 11)
             #expect(try Self.storedBlobBytes(path) == 0)
             #expect(try Self.backingFiles(store).count == 2)
             #expect(try store.contents(of: .local(seqs[0])) == big)

@@ -278,6 +278,46 @@ import Testing
         #expect(try store.integrityCheck() == ["ok"])
     }
 
+    @Test func theTrashKeepsNotesAsLongAsTheServerKeepsItsHistoryAndRemembersThePeriod() throws {
+        let clock = TestClock()
+        var configuration = StoreConfiguration()
+        configuration.clock = clock.storeClock
+        configuration.historyPruning = .manual
+        let fixture = try StoreFixture(configuration: configuration)
+        defer { fixture.remove() }
+        let store = fixture.store
+        var version: Int64 = 100
+        let old = try store.createNote(in: .root, title: "old.md", body: Data(utf8: "old\n"))
+        let fresh = try store.createNote(in: .root, title: "fresh.md", body: Data(utf8: "fresh\n"))
+        try syncEverything(store, from: &version)
+        try store.removeFile(in: .root, name: "old.md")
+        clock.advance(seconds: 8 * 86_400)
+        try store.removeFile(in: .root, name: "fresh.md")
+        try syncEverything(store, from: &version)
+        #expect(try store.trashEntries().map(\.noteID) == [fresh, old], "no server said: 30 days")
+
+        // A server keeping a week: the 8-day-old deletion is no longer shown, and pruning forgets it.
+        try store.rememberServerHistory(seconds: 7 * 86_400)
+        #expect(try store.trashEntries().map(\.noteID) == [fresh])
+        try store.pruneHistory()
+        let db = try Connection(path: fixture.databasePath)
+        #expect(try db.queryOne("SELECT count(*) FROM trash") { $0.int(0) } == 1)
+        #expect(try db.queryOne("SELECT server_history_seconds FROM sync_state") { $0.int64(0) } == 7 * 86_400)
+
+        // Kept in the sync state: a store opened later keeps the week too.
+        let reopened = try NotesStore(path: fixture.databasePath, configuration: configuration)
+        #expect(reopened.trashRetentionNanoseconds == 7 * 86_400 * 1_000_000_000)
+
+        // A server keeping 90 days: the trash keeps as long, past the 30 of an offline profile.
+        try store.rememberServerHistory(seconds: 90 * 86_400)
+        clock.advance(seconds: 40 * 86_400)
+        #expect(try store.trashEntries().map(\.noteID) == [fresh])
+        // A server that no longer says (one from before): 30 days again.
+        try store.rememberServerHistory(seconds: nil)
+        #expect(try store.trashEntries().isEmpty)
+        #expect(try db.queryOne("SELECT server_history_seconds IS NULL FROM sync_state") { $0.bool(0) } == true)
+    }
+
     @Test func emptyForgetsTheTrashHereAndSendsNothing() throws {
         let fixture = try StoreFixture()
         defer { fixture.remove() }
@@ -332,7 +372,7 @@ import Testing
         }
         try SchemaTests.downgradeToVersion9(path)
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 10)
+        #expect(try Connection(path: path).userVersion == 11)
         let entry = try #require(try store.trashEntries().first)
         #expect(entry.noteID == plan && entry.path == "Work/plan.md" && entry.origin == .unknown)
         #expect(try store.trashBody(entry.seq) == Data(utf8: "the plan\n"))

@@ -118,13 +118,14 @@ import Testing
     /// Turns a store's binding back into what notesfs wrote before servers
     /// named accounts (schema 7: `account_id = 'token:<id>'`), so the next
     /// open migrates it as it would an old profile. The search index's
-    /// tables that version 9 adds and the trash that version 10 adds go
-    /// too, so the migrations after 7 run again as they would on an old profile.
+    /// tables that version 9 adds, the trash that version 10 adds and the
+    /// period that version 11 adds go too, so the migrations after 7 run again as they would on an old profile.
     static func makeLegacyBinding(_ path: String, tokenID: String) throws {
         try Connection(path: path).execute(
             """
             UPDATE sync_state SET account_id = 'token:\(tokenID)';
-            ALTER TABLE sync_state DROP COLUMN account_token_id; DROP TABLE fts_binary; DROP TABLE notes_title_fts;
+            ALTER TABLE sync_state DROP COLUMN account_token_id; ALTER TABLE sync_state DROP COLUMN server_history_seconds;
+            DROP TABLE fts_binary; DROP TABLE notes_title_fts;
             DROP TRIGGER trash_revived; DROP TRIGGER trash_note_gone; DROP TABLE trash;
             PRAGMA user_version = 7;
             """)

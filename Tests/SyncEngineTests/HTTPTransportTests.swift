@@ -27,15 +27,20 @@ import Testing
                 logger: SilentLogger())
         }
 
-        /// A device; `namedPolls` makes its long polls name it, as a mount's do.
-        func device(_ name: String, namedPolls: Bool = false) throws
+        /// A device; `namedPolls` makes its long polls name it, as a mount's
+        /// do. Its pushes tell the server its name, as a mount's do; a
+        /// store of that name already made is opened again, under `newName`
+        /// when given (a later mount session with `--device-name`).
+        func device(_ name: String, namedPolls: Bool = false, newName: String? = nil) throws
             -> (store: NotesStore, transport: HTTPSyncTransport, engine: SyncEngine)
         {
             var configuration = StoreConfiguration()
             configuration.defaultDeviceName = name
             let store = try NotesStore(path: world.directory.file("\(name).sqlite"), configuration: configuration)
+            if let newName { try store.admin.setDeviceName(newName) }
             let transport = HTTPSyncTransport(
-                baseURL: url, token: world.token, device: namedPolls ? try store.device().id : nil)
+                baseURL: url, token: world.token, device: namedPolls ? try store.device().id : nil,
+                deviceName: try store.device().name)
             return (store, transport, try SyncEngine(replica: store.replica, transport: transport))
         }
 

@@ -160,7 +160,8 @@ import Testing
         let deleted = try cluster.notesfs(["log", "Work/gone.md"] + data)
         #expect(deleted.status == 0, "\(deleted.standardError)")
         #expect(deleted.standardOutput.split(separator: "\n").dropFirst().first?.hasSuffix("  deleted") == true)
-        #expect(deleted.standardOutput.contains("device "), "b deleted it: \(deleted.standardOutput)")
+        // b deleted it, and told the server its name (`--device-name device1`).
+        #expect(deleted.standardOutput.contains("  device1  deleted"), "b deleted it: \(deleted.standardOutput)")
 
         let name = MomentTime.name(moment)
         let show = try cluster.notesfs(["show", "Work/plan.md@" + name] + data)

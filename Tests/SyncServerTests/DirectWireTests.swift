@@ -49,7 +49,8 @@ import Testing
 
     static func pushBody(_ random: inout SplitMix64) throws -> Data {
         let request = PushRequest(
-            device: DeviceID(random.uuid()), changes: (0..<random.int(0..<4)).map { _ in change(&random) },
+            device: DeviceID(random.uuid()), deviceName: random.percent(30) ? awkwardText(&random) : nil,
+            changes: (0..<random.int(0..<4)).map { _ in change(&random) },
             cursor: random.percent(50) ? nil : SyncCursor(epoch: "e\(random.int(0..<9))", counter: Int64(random.int(0..<99))))
         var text = String(decoding: try WireCoding.encoder().encode(request), as: UTF8.self)
         // Whitespace between tokens, as other encoders write it.
@@ -143,7 +144,8 @@ import Testing
                 changes: (0..<random.int(0..<5)).map { _ in entity() },
                 nextCursor: SyncCursor(epoch: epoch, counter: Int64(random.int(0..<Int.max))), hasMore: random.percent(50),
                 epoch: epoch, from: random.percent(50) ? nil : SyncCursor(epoch: epoch, counter: 7),
-                account: random.percent(80) ? "00112233445566778899aabbccddeeff" : nil)
+                account: random.percent(80) ? "00112233445566778899aabbccddeeff" : nil,
+                historySeconds: random.percent(80) ? Int64(random.int(1..<Int(Int32.max))) : nil)
             #expect(page.wireJSON == (try encoder.encode(page)), "\(Seeds.describe(seed))")
         }
     }

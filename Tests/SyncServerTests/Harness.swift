@@ -140,11 +140,11 @@ final class Harness: Sendable {
             headers: headers)
     }
 
-    func pushRaw(_ changes: [Change], token: String, cursor: SyncCursor? = nil, device: DeviceID? = nil) async throws
-        -> Reply
-    {
+    func pushRaw(
+        _ changes: [Change], token: String, cursor: SyncCursor? = nil, device: DeviceID? = nil, deviceName: String? = nil
+    ) async throws -> Reply {
         let body = try WireCoding.encoder().encode(
-            PushRequest(device: device ?? self.device, changes: changes, cursor: cursor))
+            PushRequest(device: device ?? self.device, deviceName: deviceName, changes: changes, cursor: cursor))
         return try await send("POST", Endpoint.push, token: token, body: body)
     }
 

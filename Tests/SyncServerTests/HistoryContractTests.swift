@@ -136,6 +136,53 @@ extension Harness {
     }
 
     @Test(arguments: ContractTarget.all)
+    func versionsNameEachDeviceByTheNameItToldLastAndPushesWithoutANameStillWork(target: ContractTarget) async throws {
+        let h = try target.harness()
+        let token = try await h.account()
+        let laptop = DeviceID(), phone = DeviceID(), older = DeviceID()
+        let id = NoteID()
+        let ref = EntityRef.note(id)
+        func push(_ change: Change, from device: DeviceID, name: String?, token: String) async throws {
+            let reply = try await h.pushRaw([change], token: token, device: device, deviceName: name)
+            #expect(reply.status == 200, "\(reply.text)")
+            #expect(try reply.decode(PushResponse.self).results.first?.appliedVersion != nil)
+        }
+        // A name is user text: a right-to-left override travels as it is, for the client to show escaped.
+        let phoneName = "phone \u{202E}✓ \\"
+        try await push(Make.note(id, body: "one\n"), from: laptop, name: "laptop", token: token)
+        try await push(Make.note(id, body: "two\n", base: 1), from: phone, name: phoneName, token: token)
+        // A client from before names: no field, and the push works as ever.
+        try await push(Make.note(id, body: "three\n", base: 2), from: older, name: nil, token: token)
+        var page = try await h.versions(token: token, of: ref)
+        #expect(page.versions.map(\.deviceName) == [nil, phoneName, "laptop"])
+
+        // Renamed: every version of the device shows the new name; a push without one keeps it.
+        try await push(Make.note(id, body: "four\n", base: 3), from: laptop, name: "work laptop", token: token)
+        try await push(Make.note(id, body: "five\n", base: 4), from: laptop, name: nil, token: token)
+        // Names belong to an account: the same device id elsewhere names nothing here.
+        let otherAccount = try await h.account()
+        try await push(Make.note(), from: laptop, name: "someone else's", token: otherAccount)
+        page = try await h.versions(token: token, of: ref)
+        #expect(page.versions.map(\.device) == [laptop, laptop, older, phone, laptop])
+        #expect(page.versions.map(\.deviceName) == ["work laptop", "work laptop", nil, phoneName, "work laptop"])
+
+        // Bounded: 1 to 64 bytes without control characters, else a 400 that applies nothing.
+        for name in ["", String(repeating: "é", count: 33), "nul\u{0}", "escape\u{1B}[2J", "line\nbreak"] {
+            let reply = try await h.pushRaw([Make.note(id, body: "x\n", base: 5)], token: token, device: phone, deviceName: name)
+            #expect(reply.status == 400 && reply.errorCode == "bad_request" && reply.text.contains("deviceName"))
+        }
+        try await push(
+            Make.note(id, body: "six\n", base: 5), from: phone, name: String(repeating: "é", count: 32), token: token)
+        page = try await h.versions(token: token, of: ref)
+        #expect(page.versions.first?.deviceName == String(repeating: "é", count: 32))
+        #expect(page.versions.count == 6)
+
+        // Every changes page says how long the history is kept.
+        #expect(try await h.changes(token: token).historySeconds == 30 * 86_400)
+        await h.close()
+    }
+
+    @Test(arguments: ContractTarget.all)
     func theTreeAtATimeHoldsWhatWasLiveThenAtTheVersionItHadThen(target: ContractTarget) async throws {
         let h = try target.harness()
         let token = try await h.account()

@@ -180,9 +180,10 @@ import Testing
     }
 
     /// Takes the store in `directory` back to schema version 2, as a notesfs
-    /// from before the history left it.
+    /// from before the history (and device names) left it.
     static func downgradeToVersion2(_ factory: StoreFactory, _ directory: TemporaryDirectory) throws {
         let script = """
+            DROP TABLE devices;
             DROP TABLE entity_versions;
             ALTER TABLE entities DROP COLUMN device;
             ALTER TABLE accounts DROP COLUMN history_since;

@@ -37,7 +37,7 @@ final class Flag: Sendable {
         #expect(epochs.count == 1)
         #expect(secrets.count == 1, "every process keeps the one installation secret")
         let connection = try PostgresConnection(conninfo: conninfo)
-        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 4)
+        #expect(try connection.execute("SELECT version FROM notesfs_schema").int(0, 0) == 5)
         // Bodies are compressed with lz4 (the test cluster's PostgreSQL has it).
         let compression = try connection.execute(
             """
