@@ -9,12 +9,23 @@ import SQLiteKit
 /// other writer (an edit, a merge, a pull) sets `notes.body`, and the
 /// `notes_unchunk` trigger then drops the chunks, so code that reads or writes
 /// the body whole needs to know nothing of them beyond `NoteRow.load`.
-/// Piece `i` holds bytes `i * chunkBytes ..< (i + 1) * chunkBytes`; every
-/// piece but the last is full, and the pieces add up to `body_size`.
+/// Piece `i` holds bytes `i * chunkBytes ..< (i + 1) * chunkBytes`, and
+/// `body_size` says where the text ends. Pieces are written `chunkBytes`
+/// long, the last one padded with zeros (bytes past `body_size` are always
+/// zeros): an update that keeps a row's size lets SQLite overwrite the
+/// row's pages in place and write only those whose bytes changed, so a
+/// 4 KiB write dirties one or two pages of its piece instead of freeing and
+/// allocating the piece's whole overflow chain. Stores from before the
+/// padding have a shorter last piece; every reader stops at `body_size`, and
+/// a write pads such a piece when it next touches it.
 enum NoteChunks {
-    /// A SQL expression for the whole text of a note row: the body, or its
-    /// chunks joined in order (the subquery's order survives: SQLite does not
-    /// flatten an ordered subquery into an aggregate).
+    /// A SQL expression for the text of a note row as the schema's triggers
+    /// read it: the body, or its chunks joined whole in order (the
+    /// subquery's order survives: SQLite does not flatten an ordered
+    /// subquery into an aggregate). A padded last piece's zeros come along;
+    /// they make no search tokens, so removing a note from the index with
+    /// this text removes exactly what `textSQL(of:)` indexed. Part of the
+    /// stored schema: do not change it.
     static func textSQL(seq: String, chunkBytes: String, body: String) -> String {
         """
         CASE \(chunkBytes) WHEN 0 THEN \(body) ELSE CAST(COALESCE((SELECT group_concat(data, '') FROM \
@@ -22,18 +33,27 @@ enum NoteChunks {
         """
     }
 
-    /// The text of a note row named `alias` in a query.
-    static func textSQL(of alias: String) -> String {
-        textSQL(seq: "\(alias).seq", chunkBytes: "\(alias).chunk_bytes", body: "\(alias).body")
+    /// The text of a note row: the body, or its chunks joined and cut at `size`.
+    static func textSQL(seq: String, chunkBytes: String, body: String, size: String) -> String {
+        """
+        CASE \(chunkBytes) WHEN 0 THEN \(body) ELSE substr(CAST(COALESCE((SELECT group_concat(data, '') FROM \
+        (SELECT data FROM note_chunks WHERE note_seq = \(seq) ORDER BY idx)), x'') AS BLOB), 1, \(size)) END
+        """
     }
 
-    /// The whole body of a chunked note.
+    /// The text of a note row named `alias` in a query.
+    static func textSQL(of alias: String) -> String {
+        textSQL(seq: "\(alias).seq", chunkBytes: "\(alias).chunk_bytes", body: "\(alias).body", size: "\(alias).body_size")
+    }
+
+    /// The whole body of a chunked note of `size` bytes.
     static func assemble(_ db: Connection, seq: Int64, size: Int64) throws -> Data {
         var body = Data(capacity: Int(size))
         try db.forEachRow("SELECT data FROM note_chunks WHERE note_seq = ? ORDER BY idx", arguments: [seq]) { row in
             body.append(row.data(0))
-            return true
+            return body.count < Int(size)
         }
+        if body.count > Int(size) { body.removeSubrange(body.startIndex + Int(size)..<body.endIndex) }
         return body
     }
 
@@ -58,15 +78,16 @@ enum NoteChunks {
         return bytes
     }
 
-    /// Stores `body` as chunks of `chunkBytes` (the row's own chunks must be gone).
+    /// Stores `body` as chunks of `chunkBytes`, the last one padded (the
+    /// row's own chunks must be gone).
     static func store(_ db: Connection, seq: Int64, body: Data, chunkBytes: Int64) throws {
         var start = 0
         var index: Int64 = 0
         while start < body.count {
             let end = min(body.count, start + Int(chunkBytes))
-            try db.run(
-                "INSERT INTO note_chunks(note_seq, idx, data) VALUES (?, ?, ?)", seq, index,
-                body.subdata(in: body.startIndex + start..<body.startIndex + end))
+            var piece = body.subdata(in: body.startIndex + start..<body.startIndex + end)
+            piece.count = Int(chunkBytes)
+            try db.run("INSERT INTO note_chunks(note_seq, idx, data) VALUES (?, ?, ?)", seq, index, piece)
             start = end
             index += 1
         }
@@ -79,17 +100,16 @@ enum NoteChunks {
     ) throws -> Int64 {
         let end = offset + Int64(bytes.count)
         let newSize = max(size, end)
-        // Zeros from the old end to the write, then the write itself.
-        if offset > size { try fill(db, seq: seq, chunkBytes: chunkBytes, from: size, to: offset) }
+        try extend(db, seq: seq, chunkBytes: chunkBytes, size: size, before: offset / chunkBytes)
+        let pieces = pieceCount(size: size, chunkBytes: chunkBytes)
         var index = offset / chunkBytes
         while index * chunkBytes < end {
             let start = index * chunkBytes
-            let pieceEnd = min(newSize, start + chunkBytes)
-            let existing = try chunk(db, seq: seq, index: index)
-            var piece = existing ?? Data()
-            if Int64(piece.count) < pieceEnd - start { piece.append(Data(count: Int(pieceEnd - start) - piece.count)) }
+            let existing = index < pieces ? try chunk(db, seq: seq, index: index) : nil
+            var piece = existing ?? Data(count: Int(chunkBytes))
+            if piece.count < Int(chunkBytes) { piece.count = Int(chunkBytes) }
             let from = max(offset, start)
-            let to = min(end, pieceEnd)
+            let to = min(end, start + chunkBytes)
             piece.replaceSubrange(
                 piece.startIndex + Int(from - start)..<piece.startIndex + Int(to - start),
                 with: bytes[bytes.startIndex + Int(from - offset)..<bytes.startIndex + Int(to - offset)])
@@ -102,37 +122,49 @@ enum NoteChunks {
     /// Cuts or zero-extends a chunked body of `size` bytes to `newSize`.
     static func resize(_ db: Connection, seq: Int64, chunkBytes: Int64, size: Int64, to newSize: Int64) throws {
         if newSize > size {
-            try fill(db, seq: seq, chunkBytes: chunkBytes, from: size, to: newSize)
+            try extend(db, seq: seq, chunkBytes: chunkBytes, size: size, before: pieceCount(size: newSize, chunkBytes: chunkBytes))
             return
         }
-        let kept = (newSize + chunkBytes - 1) / chunkBytes
+        let kept = pieceCount(size: newSize, chunkBytes: chunkBytes)
         try db.run("DELETE FROM note_chunks WHERE note_seq = ? AND idx >= ?", seq, kept)
         let tail = newSize - (kept - 1) * chunkBytes
-        if kept > 0, tail < chunkBytes, let last = try chunk(db, seq: seq, index: kept - 1), last.count > Int(tail) {
+        // The cut bytes of the last piece become zeros: bytes past the end always are.
+        if kept > 0, tail < chunkBytes, var last = try chunk(db, seq: seq, index: kept - 1) {
+            last.count = Int(tail)
+            last.count = Int(chunkBytes)
+            try put(db, seq: seq, index: kept - 1, last, replacing: true)
+        }
+    }
+
+    /// How many pieces a body of `size` bytes has.
+    private static func pieceCount(size: Int64, chunkBytes: Int64) -> Int64 {
+        (size + chunkBytes - 1) / chunkBytes
+    }
+
+    /// Makes pieces `0 ..< count` of a body of `size` bytes exist at their
+    /// full length, before a write or a resize that reaches past them: a
+    /// short last piece (a store from before the padding) is padded, and
+    /// missing pieces are added as zeros. Nothing to do when `count` lies
+    /// inside the pieces there are (the write pads the piece it touches).
+    private static func extend(_ db: Connection, seq: Int64, chunkBytes: Int64, size: Int64, before count: Int64) throws {
+        let pieces = pieceCount(size: size, chunkBytes: chunkBytes)
+        guard count >= pieces else { return }
+        if pieces > 0 {
             try db.run(
-                "UPDATE note_chunks SET data = ? WHERE note_seq = ? AND idx = ?", Data(last.prefix(Int(tail))), seq,
-                kept - 1)
+                """
+                UPDATE note_chunks SET data = data || zeroblob(? - length(data))
+                WHERE note_seq = ? AND idx = ? AND length(data) < ?
+                """, chunkBytes, seq, pieces - 1, chunkBytes)
+        }
+        let zeros = Data(count: Int(chunkBytes))
+        for index in pieces..<count {
+            try put(db, seq: seq, index: index, zeros, replacing: false)
         }
     }
 
-    /// Appends zeros to a chunked body of `size` bytes from `from` (its end) to `to`.
-    private static func fill(_ db: Connection, seq: Int64, chunkBytes: Int64, from: Int64, to: Int64) throws {
-        var position = from
-        while position < to {
-            let index = position / chunkBytes
-            let start = index * chunkBytes
-            let pieceEnd = min(to, start + chunkBytes)
-            let existing = position > start ? try chunk(db, seq: seq, index: index) : nil
-            var piece = existing ?? Data()
-            piece.append(Data(count: Int(pieceEnd - start) - piece.count))
-            try put(db, seq: seq, index: index, piece, replacing: existing != nil)
-            position = pieceEnd
-        }
-    }
-
-    /// An existing piece is updated in place: SQLite then rewrites only its
-    /// own pages, where a delete and insert would also move its index entry
-    /// and its row id.
+    /// An existing piece is updated in place: at the same length SQLite
+    /// writes only the pages whose bytes changed, where a delete and insert
+    /// would also move its index entry and its row id.
     private static func put(_ db: Connection, seq: Int64, index: Int64, _ piece: Data, replacing: Bool) throws {
         if replacing {
             try db.run("UPDATE note_chunks SET data = ? WHERE note_seq = ? AND idx = ?", piece, seq, index)

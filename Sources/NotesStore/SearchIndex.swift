@@ -24,9 +24,16 @@ enum SearchIndex {
     /// A SQL expression for the body text a `notes` row is indexed with:
     /// its text, or empty when `fts_binary` lists it. The arguments are SQL
     /// expressions for the row's columns (`old.seq`, or `n.seq` in a query).
-    static func indexedBodySQL(seq: String, chunkBytes: String, body: String) -> String {
-        "CASE WHEN EXISTS (SELECT 1 FROM fts_binary WHERE seq = \(seq)) THEN '' "
-            + "ELSE \(NoteChunks.textSQL(seq: seq, chunkBytes: chunkBytes, body: body)) END"
+    /// With `size` (a SQL expression for the row's `body_size`) the text
+    /// stops there; without, it is the form the schema's triggers store.
+    static func indexedBodySQL(seq: String, chunkBytes: String, body: String, size: String? = nil) -> String {
+        let text =
+            if let size {
+                NoteChunks.textSQL(seq: seq, chunkBytes: chunkBytes, body: body, size: size)
+            } else {
+                NoteChunks.textSQL(seq: seq, chunkBytes: chunkBytes, body: body)
+            }
+        return "CASE WHEN EXISTS (SELECT 1 FROM fts_binary WHERE seq = \(seq)) THEN '' ELSE \(text) END"
     }
 
     /// SQL that takes a `notes` row out of the index, if it is in it, with
@@ -102,7 +109,7 @@ enum SearchIndex {
     private static let markForSearchSQL = [
         """
         INSERT INTO notes_fts(notes_fts, rowid, title, body)
-        SELECT 'delete', n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body"))
+        SELECT 'delete', n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body", size: "n.body_size"))
         FROM notes n WHERE n.seq = ? AND n.deleted = 0
         """,
         """
@@ -129,7 +136,7 @@ enum SearchIndex {
         try db.run(
             """
             INSERT INTO notes_fts(rowid, title, body)
-            SELECT n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body")) \(listed)
+            SELECT n.seq, n.title, \(indexedBodySQL(seq: "n.seq", chunkBytes: "n.chunk_bytes", body: "n.body", size: "n.body_size")) \(listed)
             """)
         try db.run("INSERT INTO notes_title_fts(rowid, title) SELECT n.seq, n.title \(listed)")
         try db.run("DELETE FROM fts_pending")
