@@ -41,9 +41,9 @@ import Testing
         #expect(try store.contents(of: .note(id)) == expected)
         // Rewriting the whole note per write would write about 2 GiB here
         // (1,024 writes of 2 MiB on average, measured: 133 MiB for 1 MiB);
-        // in chunks of 8 KiB it writes about 38 MiB (the chunk, the row and
-        // its index entries, the outbox), the first 256 KiB whole (45 MiB in
-        // chunks of 16 KiB).
+        // in padded chunks of 8 KiB it writes about 32 MiB (the pages of
+        // the chunk the write changed, the row and its index entries), the
+        // first 256 KiB whole (45 MiB in unpadded chunks of 16 KiB).
         #expect(written < 96 << 20, "wrote \(written >> 20) MiB to the database for a 4 MiB note")
         #expect(try chunkBytes(store, id) > 0)
     }
