@@ -103,7 +103,8 @@ enum Schema {
     /// the size cap is held back from sync (NotesStore+SizeCap.swift).
     /// `chunk_bytes` is 0 for a body kept whole in `body`; otherwise `body` is
     /// empty and `note_chunks` holds it in pieces of `chunk_bytes` (the last
-    /// may be shorter). Any writer that sets `body` stores it whole again
+    /// padded with zeros past `body_size`, or shorter in stores written before
+    /// the padding). Any writer that sets `body` stores it whole again
     /// (`notes_unchunk`), so SQL that knows nothing of chunks stays right; the
     /// search triggers read a chunked body through its chunks.
     private static let version5 = """
