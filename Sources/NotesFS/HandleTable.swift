@@ -30,6 +30,9 @@ final class HandleTable: Sendable {
         var openFiles = 0
         /// The store's `kernelViewGeneration` when each file handle was opened.
         var views: [UInt64: UInt64] = [:]
+        /// The oldest view a read through each file handle was served through
+        /// since it last wrote: the program holding it may write what it read.
+        var readViews: [UInt64: UInt64] = [:]
     }
 
     private let state = Mutex(State())
@@ -61,9 +64,22 @@ final class HandleTable: Sendable {
         }
     }
 
-    /// What the program holding `number` could have seen when it opened it.
-    func view(of number: UInt64) -> UInt64? {
-        state.withLock { $0.views[number] }
+    /// Records that a read through file handle `number` was served through `view`.
+    func servedRead(through number: UInt64, view: UInt64) {
+        state.withLock { state in
+            guard state.views[number] != nil else { return }
+            state.readViews[number] = min(state.readViews[number] ?? view, view)
+        }
+    }
+
+    /// The views a write through file handle `number` is judged by: what its
+    /// program could have seen when it opened it, and the oldest text read
+    /// through it since it last wrote (forgotten now: its next write starts afresh).
+    func viewsForWrite(through number: UInt64) -> [UInt64] {
+        state.withLock { state in
+            let read = state.readViews.removeValue(forKey: number)
+            return [state.views[number], read].compactMap { $0 }
+        }
     }
 
     func handle(_ number: UInt64) -> Handle? {
@@ -75,6 +91,7 @@ final class HandleTable: Sendable {
             if case .file = state.handles.removeValue(forKey: number) {
                 state.openFiles -= 1
                 state.views[number] = nil
+                state.readViews[number] = nil
             }
         }
     }

@@ -123,14 +123,20 @@ final class InodeTable: Sendable {
         }
     }
 
-    /// The view a write to `inode` is judged by: the oldest of what the kernel
-    /// last learned and what reads were served through since it last wrote.
-    /// The next write starts afresh (a save through a stale view carries its
-    /// own view from its first write on).
-    func viewForWrite(of inode: UInt64) -> UInt64? {
+    /// The view a write to `inode` is judged by. A rewrite (a truncation, or
+    /// a write at offset 0) takes the oldest of what the kernel last learned
+    /// and what reads were served through since it last wrote: it replaces
+    /// the text from its start, so a view older than its writer's only costs
+    /// a merge with changes both sides have. A write at a later offset takes
+    /// what the kernel learned: another program's earlier read says nothing
+    /// of the text this writer's offset points into, and splicing the bytes
+    /// into that older text would put them in the wrong place. The next
+    /// write starts afresh (a save through a stale view carries its own view
+    /// from its first write on).
+    func viewForWrite(of inode: UInt64, rewrite: Bool) -> UInt64? {
         state.withLock { state in
             guard var node = state.nodes[inode] else { return nil }
-            let view = min(node.readView ?? node.view, node.view)
+            let view = rewrite ? min(node.readView ?? node.view, node.view) : node.view
             node.readView = nil
             state.nodes[inode] = node
             return view

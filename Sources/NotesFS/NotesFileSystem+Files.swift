@@ -21,8 +21,13 @@ extension NotesFileSystem {
         guard entry.kind != .directory else { throw FileSystemError.isADirectory }
         var keepCache = false
         if flags.truncate && flags.canWrite {
+            // Judged as `ftruncate` is: a program that read the note before a
+            // pull and now saves it over (open with O_TRUNC, then writes)
+            // starts a save through the view it read.
             if entry.size > 0 {
-                try tree.truncate(ref, to: 0)
+                if try tree.truncate(ref, to: 0, view: inodes.viewForWrite(of: inode, rewrite: true)) {
+                    dropKernelView(of: inode)
+                }
                 entry.size = 0
             }
             // The kernel drops its pages at this open; what it caches from
@@ -83,7 +88,9 @@ extension NotesFileSystem {
         case .file(_, _, let snapshot?):
             return Self.slice(snapshot.content, offset: offset, count: wanted)
         case .file:
-            return try tree.read(try resolve(inode), offset: offset, count: wanted, view: inodes.viewForRead(of: inode))
+            let view = inodes.viewForRead(of: inode)
+            if let view { handles.servedRead(through: handle, view: view) }
+            return try tree.read(try resolve(inode), offset: offset, count: wanted, view: view)
         case .directory:
             throw FileSystemError.isADirectory
         case nil:
@@ -112,7 +119,9 @@ extension NotesFileSystem {
             if inodes.updateSnapshot(inode, { Self.write(data, at: offset, into: &$0) }) != nil {
                 return data.count
             }
-            try storeWrite(inode: inode, offset: offset, bytes: data, append: flags.append, view: inodes.viewForWrite(of: inode))
+            try storeWrite(
+                inode: inode, offset: offset, bytes: data, append: flags.append,
+                view: inodes.viewForWrite(of: inode, rewrite: offset == 0))
             return data.count
         }
         switch handles.handle(handle) {
@@ -126,9 +135,11 @@ extension NotesFileSystem {
                 _ = handles.updateSnapshot(handle) { Self.write(data, at: offset, into: &$0) }
                 return data.count
             }
-            // Stale when a change landed after the open or after the kernel
-            // last learned the size, whichever came first.
-            let views = [handles.view(of: handle), inodes.viewForWrite(of: inode)].compactMap { $0 }
+            // Stale when a change landed after the open, after the kernel
+            // last learned the size or after what was read through this
+            // handle, whichever came first (see `InodeTable.viewForWrite`).
+            let views = handles.viewsForWrite(through: handle)
+                + [inodes.viewForWrite(of: inode, rewrite: offset == 0)].compactMap { $0 }
             try storeWrite(
                 inode: inode, offset: offset, bytes: data, append: openFlags.append || flags.append, view: views.min())
             return data.count

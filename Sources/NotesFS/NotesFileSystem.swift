@@ -191,9 +191,8 @@ final class NotesFileSystem: Sendable {
         // As for a write: stale when a change landed after the handle was
         // opened (ftruncate sends its handle) or after the kernel last
         // learned the size, whichever came first.
-        let views = [handle.flatMap { handles.view(of: $0) }, inodes.viewForWrite(of: inode)].compactMap { $0 }
         if let size = changes.size,
-            try tree.truncate(ref, to: Int64(clamping: size), view: views.min())
+            try tree.truncate(ref, to: Int64(clamping: size), view: truncationView(inode: inode, handle: handle))
         {
             // Merged with text the truncating program had not seen: what the
             // kernel holds of the file is not what is stored.
@@ -219,6 +218,14 @@ final class NotesFileSystem: Sendable {
         guard let entry = try tree.entry(for: ref) else { throw FileSystemError.notFound }
         inodes.learned(inode, view: view)
         return attributes(entry, inode: inode)
+    }
+
+    /// The view a truncation is judged by: a rewrite's (see `InodeTable.viewForWrite`),
+    /// and with a handle (`ftruncate`) also the handle's open and reads.
+    private func truncationView(inode: UInt64, handle: UInt64?) -> UInt64? {
+        let views = (handle.map { handles.viewsForWrite(through: $0) } ?? [])
+            + [inodes.viewForWrite(of: inode, rewrite: true)].compactMap { $0 }
+        return views.min()
     }
 
     /// Every entry belongs to the user running the mount: a chown to anyone

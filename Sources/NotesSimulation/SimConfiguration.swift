@@ -28,6 +28,10 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// The mount hands the store no kernel view: writes and truncations
     /// apply at the kernel's offsets, whatever was pulled since.
     case ignoreKernelView
+    /// The mount judges a write at an offset past 0 by the oldest read of
+    /// the file as well, as it once did: another program's earlier read
+    /// decides which text this writer's bytes are spliced into (SimKernel+SystemCalls.swift).
+    case positionalWritesJudgedByReads
     /// The mount serves a read through a stale kernel view from the note's
     /// current text, which the kernel cuts at the old size it still holds: a
     /// program reads a text that never existed (SimKernel.swift).

@@ -54,6 +54,9 @@ extension SimKernel {
             let missing = Int(inode.size) - content.count
             let offset = Int64(content.count)
             inodes[open.inode]?.mountReadView = min(inode.mountReadView ?? inode.mountView, inode.mountView)
+            if open.handle != 0 {
+                descriptors[descriptor]?.mountReadView = min(open.mountReadView ?? inode.mountView, inode.mountView)
+            }
             let read = try request { operations in
                 if world.breakage == .readsIgnoreKernelView, let ref = inode.ref {
                     return try store.tree.read(ref, offset: offset, count: missing)
@@ -93,6 +96,12 @@ extension SimKernel {
             _ = try request { _ in
                 try store.tree.write(ref, offset: offset, bytes: bytes, append: flags.append, view: nil)
             }
+        } else if world.breakage == .positionalWritesJudgedByReads, !flags.append, offset > 0, let ref = inode.ref {
+            let views = (opensSkipped ? [] : [open.handleView, open.mountReadView].compactMap { $0 })
+                + [inode.mountReadView ?? inode.mountView, inode.mountView]
+            _ = try request { _ in
+                try store.tree.write(ref, offset: offset, bytes: bytes, append: false, view: views.min())
+            }
         } else {
             _ = try request { operations in
                 try bytes.withUnsafeBytes { buffer in
@@ -103,6 +112,7 @@ extension SimKernel {
         }
         overtakeOthers(than: descriptor, inode: open.inode)
         inodes[open.inode]?.mountReadView = nil
+        descriptors[descriptor]?.mountReadView = nil
         // fuse_write_update_attr: the size grows to the write's end, the attributes go stale.
         let end = offset + Int64(bytes.count)
         inodes[open.inode]?.size = max(inode.size, end)
@@ -141,6 +151,7 @@ extension SimKernel {
         }
         overtakeOthers(than: descriptor, inode: open.inode)
         inodes[open.inode]?.mountReadView = nil
+        descriptors[descriptor]?.mountReadView = nil
         if let pages = inodes[open.inode]?.pages, pages.count > size {
             inodes[open.inode]?.pages = pages.prefix(Int(size))
         }
@@ -151,10 +162,19 @@ extension SimKernel {
     /// in between: the write then applies at the program's offsets as it is.
     /// With opens skipped the mount documents this case (another program's
     /// stat after the pull); the simulation does not make such writes.
+    /// The mount's rule, mirrored: a rewrite (truncation first, or a write
+    /// at offset 0) is judged by the oldest read of the file too, a write at
+    /// a later offset only by what the kernel learned (and, with open
+    /// requests, by its handle's open and reads).
     func isInKnownGap(_ descriptor: Int) -> Bool {
         guard let open = descriptors[descriptor], let inode = inodes[open.inode] else { return false }
-        let mountView = min(inode.mountReadView ?? inode.mountView, inode.mountView)
-        let judged = opensSkipped ? mountView : min(open.handleView, mountView)
+        let rewrite = switch open.plan {
+        case .rewrite, .writeAt(0): true
+        case .append, .writeAt: false
+        }
+        let mountView = rewrite ? min(inode.mountReadView ?? inode.mountView, inode.mountView) : inode.mountView
+        let handleViews = opensSkipped ? [] : [open.handleView, open.mountReadView].compactMap { $0 }
+        let judged = (handleViews + [mountView]).min() ?? mountView
         return open.refs.contains { ref in (pulledChanges[ref] ?? []).contains { $0 > open.knowledge && $0 <= judged } }
     }
 

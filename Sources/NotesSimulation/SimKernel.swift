@@ -80,6 +80,9 @@ final class SimKernel: @unchecked Sendable {
         /// The view generation of what its program learned (the size it was
         /// told, the text it read): its offsets and text are as of then.
         var knowledge: UInt64 = 0
+        /// With open requests: the oldest `mountView` the mount served a read
+        /// through this descriptor's handle since it last wrote.
+        var mountReadView: UInt64?
         /// Another program on this machine changed the note since: an ordinary
         /// race between two local programs, which no promise covers.
         var overtakenLocally = false
@@ -169,6 +172,15 @@ final class SimKernel: @unchecked Sendable {
         guard !due.isEmpty else { return }
         notifications.removeAll { $0.due <= world.step }
         for (_, item) in due { deliver(item) }
+    }
+
+    /// Delivers every queued notification now (time enough has passed for
+    /// the invalidation thread), with no background `stat` racing them.
+    func deliverAllNotifications() {
+        collectNotifications()
+        let pending = notifications
+        notifications = []
+        for (_, item) in pending { deliver(item) }
     }
 
     private func deliver(_ item: Invalidation) {

@@ -13,6 +13,9 @@ struct SimKernelState {
     var crashCut = Set<Int>()
     /// Tokens of the save under way (added to `crashCut` when a crash cuts it).
     var savingTokens = Set<Int>()
+    /// Draws for scenarios added after the world's stream was fixed, kept
+    /// apart so that runs which never reach them replay as before.
+    var scenarioRandom: SimRandom?
 }
 
 // Programs writing through a simulated kernel (SimKernel) in front of each
@@ -106,6 +109,23 @@ extension SimWorld {
                     trace("\(device.name) kernel: open \(name) O_APPEND while another machine appends")
                 case 1:
                     count(.kernelLateWrite)
+                    if scenarioChance(0.5) {
+                        // Another program read the note before a pull: what
+                        // it read says nothing of where this one writes.
+                        let reader = try kernel.open(
+                            path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: step + 2)
+                        let seen: Data
+                        do {
+                            seen = try kernel.readAll(reader)
+                        } catch {
+                            kernel.close(reader)
+                            throw error
+                        }
+                        kernel.setPlan(reader, .rewrite(seen: seen))
+                        trace("\(device.name) kernel: read \(name) {\(Self.tokenList(seen))} before another machine removes a line")
+                        try await removeLineElsewhereAndPull(note.ref, into: device)
+                        kernel.deliverAllNotifications()
+                    }
                     let descriptor = try kernel.open(
                         path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: step + 1)
                     opened = descriptor
@@ -137,6 +157,29 @@ extension SimWorld {
             return
         }
         if delay == 0, let opened { try finishKernelWrite(device, kernel, opened) }
+    }
+
+    /// A draw from the scenarios' own stream (see `SimKernelState.scenarioRandom`).
+    private func scenarioChance(_ probability: Double) -> Bool {
+        var random = kernelState.scenarioRandom ?? SimRandom(seed: seed ^ 0x5343_454E_4152_494F)
+        defer { kernelState.scenarioRandom = random }
+        return random.chance(probability)
+    }
+
+    /// Another device holding `ref` removes one of its lines (the text
+    /// shifts under what was read, not only past its end) and syncs, then
+    /// `device` syncs.
+    private func removeLineElsewhereAndPull(_ ref: EntryRef, into device: SimDevice) async throws {
+        guard let other = random.pick(devices.filter { $0.index != device.index }),
+            let note = try tree(other.store).first(where: { $0.ref == ref })
+        else { return }
+        let old = try other.store.admin.contents(of: ref)
+        var lines = SimText.lines(old)
+        guard !lines.isEmpty else { return }
+        lines.remove(at: random.int(0...(lines.count - 1)))
+        try save(other, note, old: old, new: SimText.body(lines), appendOnly: false)
+        try await sync(other)
+        try await sync(device)
     }
 
     /// Another device holding `ref` appends a line through its kernel and

@@ -79,4 +79,67 @@ import Testing
         #expect(all.contains("pulled"), "the line the program never saw survives: \(shown)")
         #expect(all.contains("mine"))
     }
+
+    /// One write request of `text` at `offset`.
+    func write(_ mount: UnmountedFileSystem, _ inode: UInt64, handle: UInt64, at offset: Int64, _ text: String) throws {
+        try Data(utf8: text).withUnsafeBytes { bytes in
+            _ = try mount.request {
+                try $0.write(inode: inode, handle: handle, offset: offset, bytes: bytes, flags: OpenFlags(rawValue: O_RDWR))
+            }
+        }
+    }
+
+    /// One program read the note; a pull removed a line; another program
+    /// learned the new size and writes at its end after one more pull. Its
+    /// bytes belong after the text it learned, not spliced into the older
+    /// text the first program read (which would overwrite a line of it).
+    @Test(arguments: [true, false])
+    func aWriteAtTheEndAProgramLearnedIsMergedThroughItsViewNotThroughAnotherProgramsRead(skipsOpens: Bool) throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, "a\nb\nc\n")
+        let mount = UnmountedFileSystem(tree: store.tree, skipsOpens: skipsOpens)
+        defer { mount.close() }
+        let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
+        func open() throws -> UInt64 {
+            skipsOpens ? 0 : try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: O_RDWR)) }.handle
+        }
+        let reader = try open()
+        let read = try mount.request { try $0.read(inode: inode, handle: reader, offset: 0, count: 4096) }
+        #expect(String(decoding: read, as: UTF8.self) == "a\nb\nc\n")
+        try pull(store, id, "a\nc\n", version: 2)
+        let writer = try open()
+        let size = try mount.request { try $0.getAttributes(inode: inode, handle: nil) }.attributes.size
+        #expect(size == 4, "the writer learned the pulled text's size")
+        try pull(store, id, "a\nc\nd\n", version: 3)
+        try write(mount, inode, handle: writer, at: Int64(size), "mine\n")
+        let shown = try texts(store)
+        #expect(shown.contains("a\nc\nd\nmine\n") || shown.contains("a\nc\nmine\nd\n"), "every line kept once: \(shown)")
+    }
+
+    /// With open requests a read is remembered per handle too: a program
+    /// opened the note after a pull its kernel had not yet heard of, so it
+    /// read the old text; after another program's stat it writes at the end
+    /// of what it read, and its bytes are merged through what it read
+    /// instead of landing past the shorter new text.
+    @Test func aWriteThroughTheHandleThatReadIsJudgedByItsReadAfterAnotherProgramsStat() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, "a\nb\nc\n")
+        let mount = UnmountedFileSystem(tree: store.tree, skipsOpens: false)
+        defer { mount.close() }
+        let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
+        try pull(store, id, "a\nc\n", version: 2)
+        let handle = try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: O_RDWR)) }.handle
+        let read = try mount.request { try $0.read(inode: inode, handle: handle, offset: 0, count: 4096) }
+        #expect(String(decoding: read, as: UTF8.self) == "a\nb\nc\n", "read through the size the kernel still holds")
+        let other = try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: O_RDONLY)) }.handle
+        _ = try mount.request { try $0.getAttributes(inode: inode, handle: nil) }
+        _ = try mount.request { try $0.read(inode: inode, handle: other, offset: 0, count: 4096) }
+        try write(mount, inode, handle: handle, at: Int64(read.count), "x\n")
+        let shown = try texts(store)
+        #expect(shown == ["a\nc\nx\n"], "the removed line stays removed, the written one lands at the end: \(shown)")
+    }
 }
