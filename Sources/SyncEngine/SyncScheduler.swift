@@ -12,7 +12,9 @@ import Synchronization
 ///
 /// Every wait goes through the injected `SchedulerClock` (the loop sleeps
 /// until the next run is due or its alarm rings), so a simulated clock
-/// controls all of it: the seeded simulation runs this type for real.
+/// controls all of it: the seeded simulation runs this type for real. The
+/// actor owns its state: other threads report through `SchedulerIntake`, and
+/// status reads the one snapshot the actor publishes.
 public actor SyncScheduler {
     public struct Configuration: Sendable {
         /// A stream of writes becomes one push this long after the last write…
@@ -78,20 +80,6 @@ public actor SyncScheduler {
         }
     }
 
-    /// Work noticed outside the actor (store observer, file closes), drained
-    /// by the loop. Behind a mutex because the store and the mount report it
-    /// synchronously from their own threads; the loop hears of it through `wakeAlarm`.
-    private struct Signals {
-        var localChangeAt: Double?
-        var firstLocalChangeAt: Double?
-        /// A change that is not an edit of a note the server has (a new note,
-        /// a rename, a delete) waits for the debounce even on close.
-        var otherChangePending = false
-        var syncedEditPending = false
-        var closedAfterSyncedEdit = false
-        var runNow = false
-    }
-
     let engine: SyncEngine
     let replica: SyncReplica
     let transport: any SyncTransport
@@ -100,21 +88,37 @@ public actor SyncScheduler {
     let random: @Sendable () -> Double
     let log: @Sendable (String) -> Void
 
-    /// The run going on (its start and the server's head), or the last
-    /// run's final progress; read from any thread for `progress`.
-    private struct RunInfo {
+    /// A run going on: its start and the server's head.
+    private struct RunInfo: Sendable {
         var started: Double
         var head: Int64?
     }
 
-    private let signals = Mutex(Signals())
-    /// Rung when something may have made a run due; the loop sleeps on it.
-    private let wakeAlarm = SchedulerAlarm()
+    /// What status shows of the scheduler, as one value.
+    private struct StatusSnapshot: Sendable {
+        /// The next retry while backing off, or why sync stays off.
+        var retryLine: String?
+        /// The run going on, if any…
+        var run: RunInfo?
+        /// …else the last run's final progress.
+        var lastProgress = Progress()
+    }
+
+    /// Where local changes, closes and run requests arrive from other
+    /// threads; the loop sleeps on its alarm and takes them in.
+    private let intake = SchedulerIntake()
+    /// What the loop has heard of and not yet run.
+    private var pending = PendingWork()
     /// Rung at the end of every run; the long poll sleeps on it.
     let runEnded = SchedulerAlarm()
-    private let statusText = Mutex<String?>(nil)
-    private let currentRun = Mutex<RunInfo?>(nil)
-    private let lastProgress = Mutex(Progress())
+    /// The actor's own status, published through `publishedStatus`.
+    private var status = StatusSnapshot()
+    /// The one lock beside the intake, and the one exception to "the actor
+    /// owns its state": status is read synchronously by FUSE worker threads
+    /// and the control socket, which cannot await an actor that a run may
+    /// hold for minutes. It is a read-only publication: only `updateStatus`
+    /// (inside the actor) writes it, replacing the whole value; readers copy it.
+    private let publishedStatus = Mutex(StatusSnapshot())
 
     var backoff: Backoff
     var retryAt: Double?
@@ -159,7 +163,7 @@ public actor SyncScheduler {
         observerID = replica.addObserver { [weak self] commit in
             self?.noticed(commit)
         }
-        signals.withLock { $0.runNow = true }
+        pending.runNow = true
         loopTask = Task { await self.loop() }
         pollTask = Task { await self.pollLoop() }
         if let interval = configuration.externalCommitCheckSeconds {
@@ -181,44 +185,31 @@ public actor SyncScheduler {
 
     // MARK: Triggers (callable from any thread)
 
+    // Each hands the report to the intake and returns: it never waits for
+    // the actor, and the loop takes the report in when it wakes.
+
     /// The store observer: local edits wake the push after the debounce.
     public nonisolated func noticed(_ commit: StoreCommit) {
         guard commit.origin == .local, commit.outboxChanged else { return }
-        let now = clock.now()
-        signals.withLock { state in
-            state.localChangeAt = now
-            if state.firstLocalChangeAt == nil { state.firstLocalChangeAt = now }
-            if commit.touchedSyncedNote {
-                state.syncedEditPending = true
-            } else {
-                state.otherChangePending = true
-            }
-        }
-        wakeAlarm.ring()
+        intake.localChange(at: clock.now(), syncedEdit: commit.touchedSyncedNote)
     }
 
     /// A file of the mount was closed or fsynced: an edit of a note the server
     /// already has goes out at once.
     public nonisolated func fileClosed() {
-        let relevant = signals.withLock { state -> Bool in
-            guard state.syncedEditPending else { return false }
-            state.closedAfterSyncedEdit = true
-            return true
-        }
-        if relevant { wakeAlarm.ring() }
+        intake.fileClosed()
     }
 
     /// Runs as soon as possible (outside any backoff).
     public nonisolated func requestRun() {
-        signals.withLock { $0.runNow = true }
-        wakeAlarm.ring()
+        intake.requestRun()
     }
 
     /// `notesfs sync`: runs now (joining a run in progress) and returns how it ended.
     public func syncNow(withProgress: Bool = false) async -> SyncRunOutcome {
         let outcome = await run(estimateTotal: withProgress)
         // The loop may sleep towards a time this run changed (a retry it set or cleared).
-        wakeAlarm.ring()
+        intake.alarm.ring()
         return outcome
     }
 
@@ -248,12 +239,17 @@ public actor SyncScheduler {
     /// What `.notesfs/status` and `notesfs status` show of this scheduler: a
     /// run that has gone on for over a second (shorter ones would only
     /// flicker), with its progress, and the next retry while backing off.
-    public nonisolated var live: LiveSync { progress.live(retry: statusText.withLock { $0 }) }
+    public nonisolated var live: LiveSync {
+        let status = publishedStatus.withLock { $0 }
+        return progress(in: status).live(retry: status.retryLine)
+    }
 
     /// The current run's progress (the last run's, not running, between runs),
     /// worked out when asked, so no task refreshes it while a run goes on.
-    public nonisolated var progress: Progress {
-        guard let run = currentRun.withLock({ $0 }) else { return lastProgress.withLock { $0 } }
+    public nonisolated var progress: Progress { progress(in: publishedStatus.withLock { $0 }) }
+
+    private nonisolated func progress(in status: StatusSnapshot) -> Progress {
+        guard let run = status.run else { return status.lastProgress }
         return progress(of: run)
     }
 
@@ -273,22 +269,22 @@ public actor SyncScheduler {
 
     // MARK: The loop
 
-    /// Runs whatever is due, then sleeps until the next thing is due or the
-    /// alarm says something changed.
+    /// Takes in what was reported, runs whatever is due, then sleeps until
+    /// the next thing is due or the intake's alarm says something was reported.
     private func loop() async {
         while !stopped && !Task.isCancelled {
+            pending.absorb(intake.take())
             let now = clock.now()
             let due = dueTime(now: now)
             if let due, due <= now {
-                signals.withLock { state in
-                    state = Signals()
-                }
+                // Reports that arrive from here on wait in the intake for the next turn.
+                pending = PendingWork()
                 retryAt = nil
                 _ = await run(estimateTotal: false)
                 continue
             }
             do {
-                try await clock.sleep(until: due, orUntil: wakeAlarm)
+                try await clock.sleep(until: due, orUntil: intake.alarm)
             } catch {
                 return
             }
@@ -297,7 +293,7 @@ public actor SyncScheduler {
 
     /// When the next run is due, or nil when nothing waits.
     private func dueTime(now: Double) -> Double? {
-        let state = signals.withLock { $0 }
+        let state = pending
         if blocked && !state.runNow { return nil }
         var due: Double?
         if state.runNow {
@@ -328,12 +324,14 @@ public actor SyncScheduler {
             head = try? await transport.index(after: nil, limit: 1).cursor.counter
         }
         let info = RunInfo(started: started, head: head)
-        currentRun.withLock { $0 = info }
+        updateStatus { $0.run = info }
         let outcome = await engine.sync()
         var final = progress(of: info)
         final.running = false
-        lastProgress.withLock { $0 = final }
-        currentRun.withLock { $0 = nil }
+        updateStatus { status in
+            status.lastProgress = final
+            status.run = nil
+        }
         runsCompleted += 1
         lastOutcome = outcome
         defer { runEnded.ring() }
@@ -347,7 +345,7 @@ public actor SyncScheduler {
             if backoff.failures > 0 { log("sync: working again after \(backoff.failures) failed runs") }
             backoff.succeeded()
             retryAt = nil
-            statusText.withLock { $0 = nil }
+            updateStatus { $0.retryLine = nil }
         case .failed(let error):
             scheduleRetry { delay in
                 ("sync failed: \(error); next try in \(Int(delay.rounded())) s",
@@ -358,7 +356,7 @@ public actor SyncScheduler {
             // hold waits for the user; status shows it from the store.
             backoff.succeeded()
             retryAt = nil
-            statusText.withLock { $0 = nil }
+            updateStatus { $0.retryLine = nil }
             if reason != lastHoldLogged { log("sync: \(reason)") }
             lastHoldLogged = reason
         case .blocked(let reason):
@@ -367,8 +365,8 @@ public actor SyncScheduler {
             blocked = true
             backoff.succeeded()
             retryAt = nil
-            statusText.withLock {
-                $0 = "Sync stays off in this mount until the token or the profile is changed; notesfs sync checks again"
+            updateStatus {
+                $0.retryLine = "Sync stays off in this mount until the token or the profile is changed; notesfs sync checks again"
             }
             if reason != lastBlockLogged { log("sync is off: \(reason)") }
             lastBlockLogged = reason
@@ -388,6 +386,14 @@ public actor SyncScheduler {
         retryAt = clock.now() + delay
         let text = describe(delay)
         log(text.log)
-        statusText.withLock { $0 = text.status }
+        updateStatus { $0.retryLine = text.status }
+    }
+
+    /// Changes the actor's status and publishes the whole new value for
+    /// status's readers on other threads (the only writer of `publishedStatus`).
+    private func updateStatus(_ change: (inout StatusSnapshot) -> Void) {
+        change(&status)
+        let snapshot = status
+        publishedStatus.withLock { $0 = snapshot }
     }
 }
