@@ -115,6 +115,50 @@ import Testing
         }
     }
 
+    @Test func aWriteAtTheEndLearnedAfterAPullIsNotSplicedIntoTextAnotherProgramReadBefore() throws {
+        let cluster = try SyncCluster(mounts: 2)
+        defer { cluster.remove() }
+        let (a, b) = (cluster.mounts[0], cluster.mounts[1])
+        let version = try sharedNote(cluster, "a\nb\nc\n")
+        // A program on b reads the note (an editor holding it); then a
+        // removes a line, and b's kernel learns the shorter size.
+        _ = try b.checkedShell("cat n.md > /dev/null")
+        _ = try cluster.shell(a, "printf 'a\\nc\\n' > n.md")
+        try waitForPull(cluster, past: version)
+        try cluster.waitFor("b's kernel knows the new size") {
+            (try? FileManager.default.attributesOfItem(atPath: b.mountpoint + "/n.md")[.size] as? Int) == 4
+        }
+        // Another program learns that size, and writes its line there after
+        // one more pull.
+        let script = """
+            import os, time
+            fd = os.open("n.md", os.O_WRONLY)
+            end = os.fstat(fd).st_size
+            open("../b-end", "w").write(str(end))
+            while not os.path.exists("../b-go"): time.sleep(0.01)
+            os.pwrite(fd, b"mine\\n", end)
+            os.close(fd)
+            """
+        let writer = try BackgroundProcess(["python3", "-c", script], in: b.mountpoint)
+        defer { writer.terminate() }
+        try cluster.waitFor("b's writer has the size") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-end") }
+        let pulled = try #require(try storedVersion(b))
+        _ = try cluster.shell(a, "echo d >> n.md")
+        try waitForPull(cluster, past: pulled)
+        #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
+        #expect(writer.waitForExit(seconds: 60) == 0)
+        #expect(try String(contentsOfFile: b.mountpoint + "/../b-end", encoding: .utf8) == "4")
+        // The line is added where the writer meant it, after "c": merged with
+        // "d", or kept apart in a conflict copy; no line comes back or goes.
+        for mount in [a, b] {
+            try cluster.waitFor("every line once on \(mount.mountpoint)") {
+                let lines = SyncCluster.names(mount).flatMap { (SyncCluster.text(mount, $0) ?? "").split(separator: "\n") }
+                return Set(lines) == ["a", "c", "d", "mine"] && (SyncCluster.text(mount, "n.md") ?? "").hasPrefix("a\nc\n")
+                    && (SyncCluster.text(mount, "n.md") ?? "").contains("d\n")
+            }
+        }
+    }
+
     @Test func aRewriteOfWhatWasReadBeforeTheKernelLearnedOfAPullKeepsThePulledLines() throws {
         // b's invalidations are held 3 s (as a busy machine can): after the
         // pull, its kernel keeps the old size that long.
