@@ -207,8 +207,8 @@ extension NotesStore {
     }
 
     /// Inserts a local-only entry and names it. Returns its row's `seq` and
-    /// the new entry as a listing would show it. `nameIsFree`: the caller found `name` free in
-    /// `directory` in this transaction (it is not asked again).
+    /// the new entry as a listing would show it. `nameIsFree`: the caller
+    /// found `name` free in `directory` in this transaction (not asked again).
     @discardableResult
     func insertLocal(
         _ db: Connection, kind: EntryKind, in directory: DirectoryRef, name: String, data: Data = Data(),
@@ -217,7 +217,8 @@ extension NotesStore {
     ) throws -> (seq: Int64, entry: Entry) {
         let time = now
         if kind == .file {
-            try insertLocalFileRow(db, data: data, mode: mode, created: time, modified: modified ?? time, origin: origin)
+            try insertLocalFileRow(
+                db, data: data, mode: mode, created: time, modified: modified ?? time, origin: origin)
         } else {
             try db.run(
                 """

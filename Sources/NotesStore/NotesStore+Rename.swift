@@ -10,8 +10,8 @@ public struct RenameOutcome: Sendable, Equatable {
     public var replaced: EntryRef?
     /// The inode number the replaced entry had; handles open on it keep their old bytes.
     public var replacedInode: UInt64?
-    /// The inode number the source's was moved to `ref` as (the kernel keeps
-    /// the source's inode at the new name); nil when none was moved.
+    /// The source's inode number, now bound to `ref` (the kernel keeps the
+    /// source's inode at the new name); nil when no number was moved.
     public var inode: UInt64?
 
     init(ref: EntryRef, replaced: EntryRef? = nil, replacedInode: UInt64? = nil, inode: UInt64? = nil) {
@@ -42,7 +42,7 @@ extension NotesStore {
             case .note(let id):
                 guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(name) }
                 return try renameNote(db, row, from: from, name: name, to: to, newName: newName,
-                                         target: target, targetLocal: targetLocal, commit: &commit)
+                                      target: target, targetLocal: targetLocal, commit: &commit)
             case .folder(let id):
                 guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(name) }
                 guard !targetLocal else { throw StoreError.crossesLocalOnlyLine(name) }
@@ -50,7 +50,7 @@ extension NotesStore {
             case .local(let seq):
                 guard let row = try LocalRow.load(db, seq: seq) else { throw StoreError.notFound(name) }
                 return try renameLocal(db, row, named: source, to: to, newName: newName, target: target,
-                                          targetLocal: targetLocal, commit: &commit)
+                                       targetLocal: targetLocal, commit: &commit)
             case .root:
                 throw StoreError.notPermitted("the root cannot be renamed")
             }
