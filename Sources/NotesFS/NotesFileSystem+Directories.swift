@@ -70,9 +70,9 @@ extension NotesFileSystem {
         // number to whatever entry now lives there (the same entry for a plain
         // move; the target note for a rename-over; a new entry across the
         // local-only line).
-        if inodes.inode(for: outcome.entry.ref) == nil {
-            let inode = try tree.inode(for: outcome.entry.ref)
-            inodes.rebind(inode, to: outcome.entry.ref)
+        if inodes.inode(for: outcome.ref) == nil {
+            let inode = try outcome.inode ?? tree.inode(for: outcome.ref)
+            inodes.rebind(inode, to: outcome.ref)
         }
         // Bytes kept for an inode that is still attached (it was not the one
         // replaced) would hide the store's: drop them.

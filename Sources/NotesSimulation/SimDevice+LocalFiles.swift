@@ -4,8 +4,8 @@ import SQLiteKit
 
 extension SimDevice {
     /// Tokens in this device's local-only regular files (`(not synced)`
-    /// copies, editor backups), whose bytes live in the store's backing
-    /// files, not in the database: read through the store.
+    /// copies, editor backups), whose bytes live in their rows or in the
+    /// store's backing files: read through the store.
     func localFileTokens() throws -> Set<Int> {
         let entries = try reader.query("SELECT seq FROM local_entries WHERE type = 2") { $0.int64(0) }
         var tokens = Set<Int>()

@@ -80,7 +80,8 @@ extension NotesStore {
         if let modified, modified != row.updatedNanoseconds {
             // An mtime carried over (a rename-over takes its source's): the
             // ctime is recorded first, so it moves to now and never back.
-            try recordStatusChange(db, .note(row.id), at: now, modified: modified)
+            try recordStatusChange(
+                db, .note(row.id), at: now, modified: modified, knownModified: row.updatedNanoseconds)
         }
         let time = modified ?? now
         guard content != row.content else {
@@ -205,16 +206,20 @@ extension NotesStore {
         try addHistory(db, noteID: row.id, title: row.title, body: row.body, reason: reason)
     }
 
-    /// Inserts a local-only entry and names it.
+    /// Inserts a local-only entry and names it. Returns its row's `seq` and
+    /// the new entry as a listing would show it. `nameIsFree`: the caller
+    /// found `name` free in `directory` in this transaction (not asked again).
     @discardableResult
     func insertLocal(
         _ db: Connection, kind: EntryKind, in directory: DirectoryRef, name: String, data: Data = Data(),
-        mode: UInt32, modified: Int64? = nil, origin: String? = nil, commit: inout StoreCommit
-    ) throws -> Int64 {
+        mode: UInt32, modified: Int64? = nil, origin: String? = nil, nameIsFree: Bool = false,
+        commit: inout StoreCommit
+    ) throws -> (seq: Int64, entry: Entry) {
+        let time = now
         if kind == .file {
-            try insertLocalFileRow(db, data: data, mode: mode, modified: modified, origin: origin)
+            try insertLocalFileRow(
+                db, data: data, mode: mode, created: time, modified: modified ?? time, origin: origin)
         } else {
-            let time = now
             try db.run(
                 """
                 INSERT INTO local_entries(type, data, mode, created_ns, updated_ns, origin, size)
@@ -229,8 +234,14 @@ extension NotesStore {
                    EntryRef.local(seq).kindCode, EntryRef.local(seq).idText)
         commit.changedEntries.insert(.local(seq))
         if modified == nil { commit.madeAtTheirMtime.append(.local(seq)) }
-        try placeName(db, entry: .local(seq), in: directory, source: name, commit: &commit)
-        return seq
+        // A new row has no name yet (a stale one would fail the unique index).
+        let placed = try placeName(
+            db, entry: .local(seq), in: directory, source: name, isNew: true, freeName: nameIsFree ? name : nil,
+            isDirectory: kind == .directory, commit: &commit)
+        let entry = Entry(
+            ref: .local(seq), name: placed.name, parent: directory, kind: kind, size: Int64(data.count),
+            modifiedNanoseconds: modified ?? time, mode: mode & 0o7777, cookie: placed.cookie)
+        return (seq, entry)
     }
 
     /// Deletes a local-only entry (and, for a directory, everything in it).
@@ -246,18 +257,32 @@ extension NotesStore {
         commit.changedEntries.insert(.local(seq))
     }
 
+    /// Deletes a local-only file (not a directory: nothing is in it) whose
+    /// row and name the caller has read in this transaction.
+    func deleteLocalFile(_ db: Connection, _ row: LocalRow, named name: NameRow, commit: inout StoreCommit) throws {
+        precondition(row.kind != .directory && name.entry == .local(row.seq), "deleteLocalFile of \(row.seq)")
+        try removeName(db, name, isDirectory: false, commit: &commit)
+        if let file = row.file { localFiles.removeAfterCommit(file) }
+        try db.run("DELETE FROM local_entries WHERE seq = ?", row.seq)
+        commit.changedEntries.insert(.local(row.seq))
+    }
+
     /// Moves inode `from`'s number to entry `to` (rename-over: the kernel keeps
-    /// the source's inode at the target path). Returns the number `to` had.
+    /// the source's inode at the target path). Returns the number `to` had
+    /// and the number it has now (nil when `from` had none).
     @discardableResult
-    func repointInode(_ db: Connection, from: EntryRef, to: EntryRef) throws -> UInt64? {
+    func repointInode(_ db: Connection, from: EntryRef, to: EntryRef) throws
+        -> (replaced: UInt64?, current: UInt64?)
+    {
+        // RETURNING: each statement's change is made by its first step.
         let replaced = try db.queryOne(
-            "SELECT ino FROM inodes WHERE entry_kind = ? AND entry_id = ?", to.kindCode, to.idText
+            "DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ? RETURNING ino", to.kindCode, to.idText
         ) { UInt64($0.int64(0)) }
-        try db.run("DELETE FROM inodes WHERE entry_kind = ? AND entry_id = ?", to.kindCode, to.idText)
-        try db.run(
-            "UPDATE inodes SET entry_kind = ?, entry_id = ? WHERE entry_kind = ? AND entry_id = ?",
-            to.kindCode, to.idText, from.kindCode, from.idText)
-        return replaced
+        let current = try db.queryOne(
+            "UPDATE inodes SET entry_kind = ?, entry_id = ? WHERE entry_kind = ? AND entry_id = ? RETURNING ino",
+            to.kindCode, to.idText, from.kindCode, from.idText
+        ) { UInt64($0.int64(0)) }
+        return (replaced, current)
     }
 
     /// The folder a directory stands for when notes are placed in it (nil = root).

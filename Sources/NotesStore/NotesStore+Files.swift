@@ -46,29 +46,25 @@ extension NotesStore {
             guard existing.kind != .directory else { throw StoreError.isADirectory(name) }
             return (existing, false)
         }
-        let ref: EntryRef
-        var isNew = true
+        // A new entry is shown where it was asked for (creationPlace found
+        // that directory live and the name free), so it is known without
+        // reading it back.
         if isLocalOnly(directory, name) {
-            ref = .local(try insertLocal(db, kind: .file, in: directory, name: name, mode: mode, commit: &commit))
-        } else {
-            let content = NoteContent(title: NameCodec.title(forName: name), body: Data(),
-                                      folderID: folderID(of: directory))
-            if let id = place.revivable, let dead = try NoteRow.load(db, id: id), dead.deleted {
-                try reviveNote(db, dead, content: content, commit: &commit)
-                ref = .note(dead.id)
-                isNew = false
-            } else {
-                // The note is shown where it was asked for: creationPlace
-                // found that directory live. The entry is known without
-                // reading it back.
-                let entry = try insertNote(
-                    db, id: NoteID(newUUID()), content: content, mode: mode, shownIn: directory, freeName: name,
-                    commit: &commit)
-                return (entry, true)
-            }
+            let made = try insertLocal(
+                db, kind: .file, in: directory, name: name, mode: mode, nameIsFree: true, commit: &commit)
+            return (made.entry, true)
         }
-        guard let entry = try entry(db, for: ref) else { throw StoreError.notFound(name) }
-        return (entry, isNew)
+        let content = NoteContent(title: NameCodec.title(forName: name), body: Data(),
+                                  folderID: folderID(of: directory))
+        if let id = place.revivable, let dead = try NoteRow.load(db, id: id), dead.deleted {
+            try reviveNote(db, dead, content: content, commit: &commit)
+            guard let entry = try entry(db, for: .note(dead.id)) else { throw StoreError.notFound(name) }
+            return (entry, false)
+        }
+        let entry = try insertNote(
+            db, id: NoteID(newUUID()), content: content, mode: mode, shownIn: directory, freeName: name,
+            commit: &commit)
+        return (entry, true)
     }
 
     /// What a create needs to know of its place before it writes: whether the
@@ -167,7 +163,8 @@ extension NotesStore {
             if try lookup(db, in: directory, name: name) != nil { throw StoreError.alreadyExists(name) }
             let ref: EntryRef
             if isLocalOnly(directory, name) {
-                ref = .local(try insertLocal(db, kind: .directory, in: directory, name: name, mode: mode, commit: &commit))
+                ref = .local(
+                    try insertLocal(db, kind: .directory, in: directory, name: name, mode: mode, commit: &commit).seq)
             } else {
                 ref = .folder(try makeFolder(db, in: directory, name: name, mode: mode, commit: &commit))
             }
@@ -236,10 +233,9 @@ extension NotesStore {
                 throw StoreError.notPermitted("symbolic links are allowed for local-only names only")
             }
             if try lookup(db, in: directory, name: name) != nil { throw StoreError.alreadyExists(name) }
-            let seq = try insertLocal(
-                db, kind: .symlink, in: directory, name: name, data: Data(target.utf8), mode: 0o777, commit: &commit)
-            guard let entry = try entry(db, for: .local(seq)) else { throw StoreError.notFound(name) }
-            return entry
+            return try insertLocal(
+                db, kind: .symlink, in: directory, name: name, data: Data(target.utf8), mode: 0o777, commit: &commit
+            ).entry
         }
     }
 

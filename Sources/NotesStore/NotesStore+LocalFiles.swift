@@ -2,10 +2,15 @@ import Foundation
 import NotesModel
 import SQLiteKit
 
-// Local-only regular files keep their bytes in `LocalFileDirectory`, one
-// backing file per entry; the row keeps the name's entry, kind, mode, times
-// and size. Each operation changes the file inside the transaction that
-// changes the row, ordered so a crash at any point loses no acknowledged byte:
+// Local-only regular files up to `localInlineBytesMax` keep their bytes in
+// their row (`data`, with `file` NULL): a temp file saved over a note, a swap
+// file or a git ref costs one commit per write and one sync of the log per
+// `fsync`, like a note. A larger one keeps them in `LocalFileDirectory`, one
+// backing file per entry, and the row keeps the name's entry, kind, mode,
+// times and size; a file that grows past the limit moves out (synced before
+// the row stops holding its bytes) and never moves back. Each operation on a
+// backing file changes it inside the transaction that changes the row,
+// ordered so a crash at any point loses no acknowledged byte:
 // - a file is made before the row naming it commits (an orphan otherwise,
 //   removed by the next open's sweep);
 // - a write or truncation changes the file, then the row's size commits; the
@@ -17,10 +22,13 @@ extension NotesStore {
     static let localMigrationBatchBytesMax = 32 << 20
 
     /// At open, when no other store has the directory: removes backing files
-    /// no row names, corrects sizes to the files' own, and moves blobs from
-    /// before schema 5 out of the database (best effort: a row left behind
-    /// still reads from its blob and moves at its next write).
-    static func sweepLocalFiles(_ db: Connection, _ files: LocalFileDirectory, newUUID: () -> UUID) throws {
+    /// no row names, corrects sizes to the files' own, and moves blobs larger
+    /// than `inlineBytesMax` (from before schema 5) out of the database (best
+    /// effort: a row left behind still reads from its blob and moves at its
+    /// next write).
+    static func sweepLocalFiles(
+        _ db: Connection, _ files: LocalFileDirectory, inlineBytesMax: Int, newUUID: () -> UUID
+    ) throws {
         let rows = try db.query("SELECT seq, file, size FROM local_entries WHERE file IS NOT NULL") {
             (seq: $0.int64(0), file: $0.string(1), size: $0.int64(2))
         }
@@ -36,22 +44,24 @@ extension NotesStore {
             }
         }
         do {
-            try moveLocalBlobs(db, files, newUUID: newUUID)
+            try moveLocalBlobs(db, files, inlineBytesMax: inlineBytesMax, newUUID: newUUID)
         } catch {
             // Left for the rows' next writes; files made for an uncommitted batch are orphans.
         }
     }
 
-    /// Moves old blobs out in batches: the batch's files are made and synced,
-    /// then one transaction points the rows at them and empties the blobs.
-    private static func moveLocalBlobs(_ db: Connection, _ files: LocalFileDirectory, newUUID: () -> UUID) throws {
+    /// Moves large old blobs out in batches: the batch's files are made and
+    /// synced, then one transaction points the rows at them and empties the blobs.
+    private static func moveLocalBlobs(
+        _ db: Connection, _ files: LocalFileDirectory, inlineBytesMax: Int, newUUID: () -> UUID
+    ) throws {
         while true {
             let pending = try db.query(
                 """
                 SELECT seq, length(CAST(data AS BLOB)) FROM local_entries
-                WHERE type = \(EntryKind.file.rawValue) AND file IS NULL AND length(CAST(data AS BLOB)) > 0
+                WHERE type = \(EntryKind.file.rawValue) AND file IS NULL AND length(CAST(data AS BLOB)) > ?
                 ORDER BY seq LIMIT 1000
-                """
+                """, max(0, inlineBytesMax)
             ) { (seq: $0.int64(0), size: $0.int64(1)) }
             guard !pending.isEmpty else { return }
             var batch: [(seq: Int64, name: String)] = []
@@ -88,11 +98,24 @@ extension NotesStore {
         return name
     }
 
-    /// Writes `bytes` at `offset` of a local file: its row's size and time,
-    /// then the bytes at that offset. Returns the new size.
+    /// True when a local file of `size` bytes keeps them in its row.
+    func staysInline(_ row: LocalRow, size: Int64) -> Bool {
+        row.file == nil && size <= Int64(configuration.localInlineBytesMax)
+    }
+
+    /// Writes `bytes` at `offset` of a local file: in its row while it stays
+    /// small; else its row's size and time, then the bytes at that offset of
+    /// its backing file. Returns the new size.
     func writeLocalFile(_ db: Connection, _ row: LocalRow, bytes: Data, at offset: Int64) throws -> Int64 {
-        let name = try backingFile(db, row)
         let size = max(row.size, offset + Int64(bytes.count))
+        if staysInline(row, size: size) {
+            let data = Self.splice(row.data, bytes, at: Int(offset))
+            try db.run(
+                "UPDATE local_entries SET data = ?, size = ?, updated_ns = ? WHERE seq = ?",
+                data, Int64(data.count), now, row.seq)
+            return Int64(data.count)
+        }
+        let name = try backingFile(db, row)
         try db.run("UPDATE local_entries SET size = ?, updated_ns = ? WHERE seq = ?", size, now, row.seq)
         if size > row.size { localFiles.extended(name, from: row.size) }
         try localFiles.write(name, bytes: bytes, at: offset)
@@ -101,6 +124,12 @@ extension NotesStore {
 
     /// Sets a local file's size (`ftruncate`; growing reads as zeros).
     func truncateLocalFile(_ db: Connection, _ row: LocalRow, to size: Int64) throws {
+        if staysInline(row, size: size) {
+            try db.run(
+                "UPDATE local_entries SET data = ?, size = ?, updated_ns = ? WHERE seq = ?",
+                Self.resized(row.data, to: Int(size)), size, now, row.seq)
+            return
+        }
         let name = try backingFile(db, row)
         try db.run("UPDATE local_entries SET size = ?, updated_ns = ? WHERE seq = ?", size, now, row.seq)
         if size > row.size { localFiles.extended(name, from: row.size) }
@@ -127,23 +156,27 @@ extension NotesStore {
         return try localFiles.read(file, offset: offset, count: wanted)
     }
 
-    /// Inserts a local regular file holding `data` in its own backing file,
-    /// synced before the row commits: its bytes may exist nowhere else (a
-    /// refused note's text, a note renamed to a local-only name).
-    func insertLocalFileRow(_ db: Connection, data: Data, mode: UInt32, modified: Int64?, origin: String?) throws {
-        let time = now
+    /// Inserts a local regular file holding `data`: in its row when small,
+    /// else in its own backing file, synced before the row commits: its bytes
+    /// may exist nowhere else (a refused note's text, a note renamed to a
+    /// local-only name).
+    func insertLocalFileRow(
+        _ db: Connection, data: Data, mode: UInt32, created: Int64, modified: Int64, origin: String?
+    ) throws {
         var name: String?
-        if !data.isEmpty {
+        var inline = data
+        if data.count > max(0, configuration.localInlineBytesMax) {
             let file = LocalFileDirectory.newName(newUUID())
             try localFiles.create(file, bytes: data, durable: true)
             localFiles.created(file)
             name = file
+            inline = Data()
         }
         try db.run(
             """
             INSERT INTO local_entries(type, data, mode, created_ns, updated_ns, origin, file, size)
-            VALUES (?, x'', ?, ?, ?, ?, ?, ?)
-            """, EntryKind.file.rawValue, Int64(mode), time, modified ?? time, origin, name, Int64(data.count))
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, EntryKind.file.rawValue, inline, Int64(mode), created, modified, origin, name, Int64(data.count))
     }
 
     /// Queues the removal of a deleted local entry's backing file for after the commit.

@@ -24,7 +24,7 @@ extension NotesStore {
     @discardableResult
     func placeName(
         _ db: Connection, entry: EntryRef, in directory: DirectoryRef, source: String, isNew: Bool = false,
-        freeName: String? = nil, commit: inout StoreCommit
+        freeName: String? = nil, isDirectory knownDirectory: Bool? = nil, commit: inout StoreCommit
     ) throws -> (name: String, cookie: Int64) {
         if !isNew, let existing = try NameRow.find(db, entry: entry) {
             if existing.directory == directory && existing.source == source { return (existing.name, existing.seq) }
@@ -46,18 +46,27 @@ extension NotesStore {
             directory.key, name, entry.kindCode, entry.idText, source)
         let cookie = db.lastInsertRowID
         commit.addedNames.append(
-            DirectoryName(directory: directory, name: name, entry: entry, isDirectory: try isDirectory(db, entry)))
+            DirectoryName(
+                directory: directory, name: name, entry: entry,
+                isDirectory: try knownDirectory ?? isDirectory(db, entry)))
         return (name, cookie)
     }
 
     /// Takes `entry`'s name away (deleted, or about to be placed elsewhere).
     func removeName(_ db: Connection, entry: EntryRef, commit: inout StoreCommit) throws {
         guard let existing = try NameRow.find(db, entry: entry) else { return }
+        try removeName(db, existing, commit: &commit)
+    }
+
+    /// Takes away a name row the caller read in this transaction.
+    func removeName(
+        _ db: Connection, _ existing: NameRow, isDirectory knownDirectory: Bool? = nil, commit: inout StoreCommit
+    ) throws {
         try db.run("DELETE FROM names WHERE seq = ?", existing.seq)
         commit.removedNames.append(
             DirectoryName(
-                directory: existing.directory, name: existing.name, entry: entry,
-                isDirectory: try isDirectory(db, entry)))
+                directory: existing.directory, name: existing.name, entry: existing.entry,
+                isDirectory: try knownDirectory ?? isDirectory(db, existing.entry)))
     }
 
     /// Whether `entry` counts in its parent's link count. A local-only entry

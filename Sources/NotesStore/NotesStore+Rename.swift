@@ -5,11 +5,21 @@ import SQLiteKit
 /// What a rename did, for the mount's inode bookkeeping.
 public struct RenameOutcome: Sendable, Equatable {
     /// The entry now at the target path.
-    public var entry: Entry
+    public var ref: EntryRef
     /// The entry that was at the target path and was replaced, if any.
     public var replaced: EntryRef?
     /// The inode number the replaced entry had; handles open on it keep their old bytes.
     public var replacedInode: UInt64?
+    /// The source's inode number, now bound to `ref` (the kernel keeps the
+    /// source's inode at the new name); nil when no number was moved.
+    public var inode: UInt64?
+
+    init(ref: EntryRef, replaced: EntryRef? = nil, replacedInode: UInt64? = nil, inode: UInt64? = nil) {
+        self.ref = ref
+        self.replaced = replaced
+        self.replacedInode = replacedInode
+        self.inode = inode
+    }
 }
 
 // rename(2) with DESIGN.md's rules: a note keeps its identity through every
@@ -25,31 +35,25 @@ extension NotesStore {
             try requireDirectory(db, to)
             try validateNewName(to, newName)
             let target = try NameRow.find(db, in: to, name: newName)
-            if let target, target.entry == source.entry {
-                guard let entry = try entry(db, for: source.entry) else { throw StoreError.notFound(name) }
-                return RenameOutcome(entry: entry)
-            }
+            if let target, target.entry == source.entry { return RenameOutcome(ref: source.entry) }
             if target != nil && noReplace { throw StoreError.alreadyExists(newName) }
             let targetLocal = isLocalOnly(to, newName)
-            var outcome: (EntryRef, EntryRef?, UInt64?)
             switch source.entry {
             case .note(let id):
                 guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(name) }
-                outcome = try renameNote(db, row, from: from, name: name, to: to, newName: newName,
-                                         target: target, targetLocal: targetLocal, commit: &commit)
+                return try renameNote(db, row, from: from, name: name, to: to, newName: newName,
+                                      target: target, targetLocal: targetLocal, commit: &commit)
             case .folder(let id):
                 guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(name) }
                 guard !targetLocal else { throw StoreError.crossesLocalOnlyLine(name) }
-                outcome = try renameFolder(db, row, to: to, newName: newName, target: target, commit: &commit)
+                return try renameFolder(db, row, to: to, newName: newName, target: target, commit: &commit)
             case .local(let seq):
                 guard let row = try LocalRow.load(db, seq: seq) else { throw StoreError.notFound(name) }
-                outcome = try renameLocal(db, row, to: to, newName: newName, target: target,
-                                          targetLocal: targetLocal, commit: &commit)
+                return try renameLocal(db, row, named: source, to: to, newName: newName, target: target,
+                                       targetLocal: targetLocal, commit: &commit)
             case .root:
                 throw StoreError.notPermitted("the root cannot be renamed")
             }
-            guard let entry = try entry(db, for: outcome.0) else { throw StoreError.notFound(newName) }
-            return RenameOutcome(entry: entry, replaced: outcome.1, replacedInode: outcome.2)
         }
     }
 
@@ -78,7 +82,7 @@ extension NotesStore {
     private func renameNote(
         _ db: Connection, _ row: NoteRow, from: DirectoryRef, name: String, to: DirectoryRef, newName: String,
         target: NameRow?, targetLocal: Bool, commit: inout StoreCommit
-    ) throws -> (EntryRef, EntryRef?, UInt64?) {
+    ) throws -> RenameOutcome {
         if targetLocal {
             // Crossing into local-only names: the note is tombstoned (revivable
             // at its old path this session) and its bytes become a local file.
@@ -88,9 +92,10 @@ extension NotesStore {
             try rememberRevivable(db, directory: from, name: name, id: row.id)
             let seq = try insertLocal(
                 db, kind: .file, in: to, name: newName, data: row.body, mode: row.mode,
-                modified: row.updatedNanoseconds, commit: &commit)
-            try repointInode(db, from: .note(row.id), to: .local(seq))
-            return (.local(seq), target?.entry, replacedInode)
+                modified: row.updatedNanoseconds, commit: &commit).seq
+            let moved = try repointInode(db, from: .note(row.id), to: .local(seq))
+            return RenameOutcome(
+                ref: .local(seq), replaced: target?.entry, replacedInode: replacedInode, inode: moved.current)
         }
         if let target, case .note(let targetID) = target.entry,
             let targetRow = try NoteRow.load(db, id: targetID), !targetRow.deleted
@@ -102,8 +107,9 @@ extension NotesStore {
             var content = targetRow.content
             content.body = row.body
             try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
-            let replacedInode = try repointInode(db, from: .note(row.id), to: .note(targetID))
-            return (.note(targetID), .note(targetID), replacedInode)
+            let moved = try repointInode(db, from: .note(row.id), to: .note(targetID))
+            return RenameOutcome(
+                ref: .note(targetID), replaced: .note(targetID), replacedInode: moved.replaced, inode: moved.current)
         }
         var replacedInode: UInt64?
         if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
@@ -118,7 +124,7 @@ extension NotesStore {
             try editNote(db, row, to: content, modified: row.updatedNanoseconds, commit: &commit)
         }
         try forceName(db, entry: .note(row.id), in: to, name: newName, commit: &commit)
-        return (.note(row.id), target?.entry, replacedInode)
+        return RenameOutcome(ref: .note(row.id), replaced: target?.entry, replacedInode: replacedInode)
     }
 
     /// Makes sure the entry is shown under exactly `name` in `directory` (a
@@ -140,7 +146,7 @@ extension NotesStore {
     private func renameFolder(
         _ db: Connection, _ row: FolderRow, to: DirectoryRef, newName: String, target: NameRow?,
         commit: inout StoreCommit
-    ) throws -> (EntryRef, EntryRef?, UInt64?) {
+    ) throws -> RenameOutcome {
         guard case .folder(let source) = EntryRef.folder(row.id) else { throw StoreError.notFound(newName) }
         let newParent = folderID(of: to)
         let cycle = FolderTree.wouldCreateCycle(moving: source, to: newParent) { id in
@@ -173,13 +179,13 @@ extension NotesStore {
         commit.changedEntries.insert(.folder(row.id))
         try placeName(db, entry: .folder(row.id), in: to, source: newName, commit: &commit)
         try forceName(db, entry: .folder(row.id), in: to, name: newName, commit: &commit)
-        return (.folder(row.id), target?.entry, replacedInode)
+        return RenameOutcome(ref: .folder(row.id), replaced: target?.entry, replacedInode: replacedInode)
     }
 
     private func renameLocal(
-        _ db: Connection, _ row: LocalRow, to: DirectoryRef, newName: String, target: NameRow?,
-        targetLocal: Bool, commit: inout StoreCommit
-    ) throws -> (EntryRef, EntryRef?, UInt64?) {
+        _ db: Connection, _ row: LocalRow, named sourceName: NameRow, to: DirectoryRef, newName: String,
+        target: NameRow?, targetLocal: Bool, commit: inout StoreCommit
+    ) throws -> RenameOutcome {
         let source = EntryRef.local(row.seq)
         if targetLocal {
             var replacedInode: UInt64?
@@ -199,7 +205,7 @@ extension NotesStore {
             try placeName(db, entry: source, in: to, source: newName, commit: &commit)
             try db.run("UPDATE local_entries SET updated_ns = updated_ns WHERE seq = ?", row.seq)
             commit.changedEntries.insert(source)
-            return (source, target?.entry, replacedInode)
+            return RenameOutcome(ref: source, replaced: target?.entry, replacedInode: replacedInode)
         }
         // Into synced names: a directory would drag local-only content across.
         guard row.kind == .file else {
@@ -217,9 +223,10 @@ extension NotesStore {
             var content = targetRow.content
             content.body = body
             try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
-            try deleteLocal(db, seq: row.seq, commit: &commit)
-            let replacedInode = try repointInode(db, from: source, to: .note(targetID))
-            return (.note(targetID), .note(targetID), replacedInode)
+            try deleteLocalFile(db, row, named: sourceName, commit: &commit)
+            let moved = try repointInode(db, from: source, to: .note(targetID))
+            return RenameOutcome(
+                ref: .note(targetID), replaced: .note(targetID), replacedInode: moved.replaced, inode: moved.current)
         }
         var replacedInode: UInt64?
         if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
@@ -234,8 +241,9 @@ extension NotesStore {
                            commit: &commit)
         }
         try forceName(db, entry: .note(noteID), in: to, name: newName, commit: &commit)
-        try deleteLocal(db, seq: row.seq, commit: &commit)
-        try repointInode(db, from: source, to: .note(noteID))
-        return (.note(noteID), target?.entry, replacedInode)
+        try deleteLocalFile(db, row, named: sourceName, commit: &commit)
+        let moved = try repointInode(db, from: source, to: .note(noteID))
+        return RenameOutcome(
+            ref: .note(noteID), replaced: target?.entry, replacedInode: replacedInode, inode: moved.current)
     }
 }

@@ -94,7 +94,7 @@ extension NotesStore {
         guard hasLocal, let shown = try NameRow.find(db, entry: .folder(row.id)) else { return }
         try removeName(db, entry: .folder(row.id), commit: &commit)
         let seq = try insertLocal(
-            db, kind: .directory, in: shown.directory, name: shown.name, mode: row.mode, commit: &commit)
+            db, kind: .directory, in: shown.directory, name: shown.name, mode: row.mode, commit: &commit).seq
         try db.run(
             "UPDATE names SET parent_key = ? WHERE parent_key = ? AND entry_kind = 'local'",
             DirectoryRef.local(seq).key, key)

@@ -138,10 +138,11 @@ extension NotesStore {
                 ?? displayDirectory(db, folderID: row.folderID)
             let name = ConflictPolicy.notSyncedTitle(
                 for: NameCodec.displayName(forTitle: row.title, inRoot: directory == .root))
-            copySeq = try insertLocal(
+            let copy = try insertLocal(
                 db, kind: .file, in: directory, name: name, data: row.body, mode: row.mode,
                 origin: LocalOrigin.refused, commit: &commit)
-            report.keptAs = try NameRow.find(db, entry: .local(copySeq ?? 0))?.name
+            copySeq = copy.seq
+            report.keptAs = copy.entry.name
         }
         try db.run(
             "INSERT INTO refusals(entity_kind, entity_id, title, reason, copy_seq, at_ns) VALUES ('note', ?, ?, ?, ?, ?)",

@@ -44,8 +44,12 @@ extension NotesStore {
         }
     }
 
-    /// The mtime and recorded local times of a live entry, nil when it is gone.
-    func currentTimes(_ db: Connection, _ ref: EntryRef) throws -> (modified: Int64, local: LocalTimes)? {
+    /// The mtime and recorded local times of a live entry, nil when it is
+    /// gone. `knownModified`: the live entry's mtime as the caller read it
+    /// in this transaction (not asked again).
+    func currentTimes(
+        _ db: Connection, _ ref: EntryRef, knownModified: Int64? = nil
+    ) throws -> (modified: Int64, local: LocalTimes)? {
         let recorded = try db.queryOne(
             """
             SELECT changed_ns, changed_at_modified_ns, accessed_ns, modified_ns FROM entry_times
@@ -56,18 +60,23 @@ extension NotesStore {
                         accessedNanoseconds: row.optionalInt64(2)), row.optionalInt64(3))
         }
         let modified: Int64?
-        switch ref {
-        case .note(let id):
-            modified = try db.queryOne(
-                "SELECT updated_ns FROM notes INDEXED BY notes_listing WHERE id = ? AND deleted = 0", id.description
-            ) { $0.int64(0) }
-        case .folder(let id):
-            modified = try db.queryOne(
-                "SELECT updated_ns FROM folders WHERE id = ? AND deleted = 0", id.description) { $0.int64(0) }
-        case .local(let seq):
-            modified = try db.queryOne("SELECT updated_ns FROM local_entries WHERE seq = ?", seq) { $0.int64(0) }
-        case .root:
-            modified = recorded?.1 ?? openedNanoseconds
+        if let knownModified, ref != .root {
+            modified = knownModified
+        } else {
+            switch ref {
+            case .note(let id):
+                modified = try db.queryOne(
+                    "SELECT updated_ns FROM notes INDEXED BY notes_listing WHERE id = ? AND deleted = 0",
+                    id.description
+                ) { $0.int64(0) }
+            case .folder(let id):
+                modified = try db.queryOne(
+                    "SELECT updated_ns FROM folders WHERE id = ? AND deleted = 0", id.description) { $0.int64(0) }
+            case .local(let seq):
+                modified = try db.queryOne("SELECT updated_ns FROM local_entries WHERE seq = ?", seq) { $0.int64(0) }
+            case .root:
+                modified = recorded?.1 ?? openedNanoseconds
+            }
         }
         guard let modified else { return nil }
         return (modified, recorded?.0 ?? LocalTimes())
@@ -82,9 +91,10 @@ extension NotesStore {
     /// when the entry does not exist.
     @discardableResult
     func recordStatusChange(
-        _ db: Connection, _ ref: EntryRef, at time: Int64, modified: Int64? = nil, accessed: Int64? = nil
+        _ db: Connection, _ ref: EntryRef, at time: Int64, modified: Int64? = nil, accessed: Int64? = nil,
+        knownModified: Int64? = nil
     ) throws -> Bool {
-        guard let current = try currentTimes(db, ref) else { return false }
+        guard let current = try currentTimes(db, ref, knownModified: knownModified) else { return false }
         let changed = max(time, current.local.changed(modified: current.modified))
         let modifiedAfter = modified ?? current.modified
         var accessedAfter = accessed ?? current.local.accessedNanoseconds

@@ -58,7 +58,9 @@ public final class NotesStore: @unchecked Sendable {
                 try NotesStore.ensureSyncState(db, configuration: configuration)
                 serverHistorySeconds = try Self.storedServerHistorySeconds(db)
                 try localFiles.open {
-                    try Self.sweepLocalFiles(db, localFiles, newUUID: configuration.newUUID)
+                    try Self.sweepLocalFiles(
+                        db, localFiles, inlineBytesMax: configuration.localInlineBytesMax,
+                        newUUID: configuration.newUUID)
                 }
                 // A new database is converted at once (nothing to copy); an
                 // older one by the store that prunes (the mount), not by

@@ -11,6 +11,11 @@ public struct StoreConfiguration: Sendable {
     /// The size of those chunks (only new chunked notes take a new size). 8 KiB
     /// costs the fewest instructions both for 4 KiB writes and for 128 KiB ones.
     public var bodyChunkBytes: Int = 8 << 10
+    /// A local-only regular file up to this size keeps its bytes in its
+    /// database row: a write is one commit, and an `fsync` syncs only the
+    /// log. Past it, the bytes move to a backing file beside the database,
+    /// where a write costs its own size (see `LocalFileDirectory`).
+    public var localInlineBytesMax: Int = 64 << 10
     /// Writes fail with `diskFull` when the data directory's free space drops below this.
     public var diskReserveBytes: Int64 = 32 << 20
     /// How long replaced bodies stay in the local history.

@@ -6,9 +6,18 @@ import Testing
 
 @testable import NotesStore
 
-/// Local-only regular files keep their bytes in backing files beside the
-/// database, written at the offset asked for.
+/// Local-only regular files keep their bytes in their row while small, and
+/// past `localInlineBytesMax` in backing files beside the database, written
+/// at the offset asked for. The backing files' own tests use a store that
+/// keeps no bytes in rows (`backingFilesOnly`).
 @Suite struct LocalFileTests {
+    /// A store whose every non-empty local file has a backing file.
+    static var backingFilesOnly: StoreConfiguration {
+        var configuration = StoreConfiguration()
+        configuration.localInlineBytesMax = 0
+        return configuration
+    }
+
     /// The backing files there are now (names).
     static func backingFiles(_ store: NotesStore) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: store.localFilesPath).sorted()
@@ -21,7 +30,7 @@ import Testing
     }
 
     @Test func writesAtOffsetsReadBackAndTheBytesLiveOutsideTheDatabase() throws {
-        let fixture = try StoreFixture()
+        let fixture = try StoreFixture(configuration: Self.backingFilesOnly)
         defer { fixture.remove() }
         let store = fixture.store
         let git = try #require(try store.makeDirectory(in: .root, name: ".git").ref.directory)
@@ -51,7 +60,7 @@ import Testing
     }
 
     @Test func truncationCutsAndZeroExtendsTheBackingFile() throws {
-        let fixture = try StoreFixture()
+        let fixture = try StoreFixture(configuration: Self.backingFilesOnly)
         defer { fixture.remove() }
         let store = fixture.store
         let file = try store.createFile(in: .root, name: "build.tmp").ref
@@ -67,7 +76,7 @@ import Testing
     }
 
     @Test func renameOverUnlinkAndRmdirRemoveTheBackingFilesOfWhatWentAway() throws {
-        let fixture = try StoreFixture()
+        let fixture = try StoreFixture(configuration: Self.backingFilesOnly)
         defer { fixture.remove() }
         let store = fixture.store
         let git = try #require(try store.makeDirectory(in: .root, name: ".git").ref.directory)
@@ -79,7 +88,7 @@ import Testing
 
         let outcome = try store.rename(from: git, name: "index.lock", to: git, newName: "index")
         #expect(outcome.replaced == index)
-        #expect(try store.contents(of: outcome.entry.ref) == Data(utf8: "new index"))
+        #expect(try store.contents(of: outcome.ref) == Data(utf8: "new index"))
         #expect(try Self.backingFiles(store).count == 1)
 
         let objects = try #require(try store.makeDirectory(in: git, name: "objects").ref.directory)
@@ -93,7 +102,7 @@ import Testing
     }
 
     @Test func aLocalDirectoryRenamedOverAnEmptyOneKeepsItsFilesBytes() throws {
-        let fixture = try StoreFixture()
+        let fixture = try StoreFixture(configuration: Self.backingFilesOnly)
         defer { fixture.remove() }
         let store = fixture.store
         let old = try #require(try store.makeDirectory(in: .root, name: ".old").ref.directory)
@@ -115,26 +124,26 @@ import Testing
         try store.write(temp, offset: 0, bytes: Data(utf8: "first line\n"))
         try store.write(temp, offset: 11, bytes: Data(utf8: "second line\n"))
         let outcome = try store.rename(from: .root, name: "draft.md.tmp", to: .root, newName: "draft.md")
-        guard case .note = outcome.entry.ref else { Issue.record("not a note: \(outcome.entry.ref)"); return }
-        #expect(try store.contents(of: outcome.entry.ref) == Data(utf8: "first line\nsecond line\n"))
+        guard case .note = outcome.ref else { Issue.record("not a note: \(outcome.ref)"); return }
+        #expect(try store.contents(of: outcome.ref) == Data(utf8: "first line\nsecond line\n"))
         #expect(try Self.backingFiles(store).isEmpty)
 
         // And over a live note: the note keeps its id and takes the bytes.
         let swap = try store.createFile(in: .root, name: "draft.md~").ref
         try store.write(swap, offset: 0, bytes: Data(utf8: "replaced\n"))
         let over = try store.rename(from: .root, name: "draft.md~", to: .root, newName: "draft.md")
-        #expect(over.entry.ref == outcome.entry.ref)
-        #expect(try store.contents(of: over.entry.ref) == Data(utf8: "replaced\n"))
+        #expect(over.ref == outcome.ref)
+        #expect(try store.contents(of: over.ref) == Data(utf8: "replaced\n"))
         #expect(try Self.backingFiles(store).isEmpty)
     }
 
     @Test func aNoteRenamedToALocalOnlyNameKeepsItsBytesInABackingFile() throws {
-        let fixture = try StoreFixture()
+        let fixture = try StoreFixture(configuration: Self.backingFilesOnly)
         defer { fixture.remove() }
         let store = fixture.store
         _ = try store.createNote(in: .root, title: "n.md", body: Data(utf8: "note text\n"))
         let outcome = try store.rename(from: .root, name: "n.md", to: .root, newName: "n.md~")
-        #expect(try store.contents(of: outcome.entry.ref) == Data(utf8: "note text\n"))
+        #expect(try store.contents(of: outcome.ref) == Data(utf8: "note text\n"))
         #expect(try Self.backingFiles(store).count == 1)
         #expect(try Self.storedBlobBytes(fixture.databasePath) == 0)
     }
@@ -145,7 +154,7 @@ import Testing
         let path = directory.file("notes.sqlite")
         let localPath: String
         do {
-            let store = try NotesStore(path: path)
+            let store = try NotesStore(path: path, configuration: Self.backingFilesOnly)
             localPath = store.localFilesPath
             let file = try store.createFile(in: .root, name: "a.tmp").ref
             try store.write(file, offset: 0, bytes: Data(utf8: "0123456789"))
@@ -164,7 +173,7 @@ import Testing
         // it a moment longer, and a store that is not alone never sweeps).
         #expect(try await waitUntil { Self.nobodyHoldsDirectory(localPath) }, "the first store let go")
 
-        let store = try NotesStore(path: path)
+        let store = try NotesStore(path: path, configuration: Self.backingFilesOnly)
         #expect(try FileManager.default.contentsOfDirectory(atPath: localPath) == [live])
         let entry = try #require(try store.lookup(in: .root, name: "a.tmp"))
         #expect(entry.size == 12)
@@ -220,8 +229,9 @@ import Testing
         for _ in 0..<2 {
             let store = try NotesStore(path: path)
             #expect(try Connection(path: path).userVersion == 11)
-            #expect(try Self.storedBlobBytes(path) == 0)
-            #expect(try Self.backingFiles(store).count == 2)
+            // The large blob moved out; the small one stays in its row.
+            #expect(try Self.storedBlobBytes(path) == Int64("ref: refs/heads/main\n".utf8.count))
+            #expect(try Self.backingFiles(store).count == 1)
             #expect(try store.contents(of: .local(seqs[0])) == big)
             #expect(try store.contents(of: .local(seqs[1])) == Data(utf8: "ref: refs/heads/main\n"))
             #expect(try store.contents(of: .local(seqs[2])).isEmpty)
@@ -238,7 +248,7 @@ import Testing
         // Written the v4 way while this store has the directory (so no sweep moves it).
         try Connection(path: fixture.databasePath).run(
             "UPDATE local_entries SET data = ?, size = 5 WHERE seq = ?", Data(utf8: "hello"), seq)
-        let other = try NotesStore(path: fixture.databasePath)
+        let other = try NotesStore(path: fixture.databasePath, configuration: Self.backingFilesOnly)
         #expect(try other.contents(of: .local(seq)) == Data(utf8: "hello"))
         try other.write(.local(seq), offset: 5, bytes: Data(utf8: " world"))
         #expect(try other.contents(of: .local(seq)) == Data(utf8: "hello world"))
@@ -246,7 +256,7 @@ import Testing
     }
 
     @Test func aLocalFileWrittenIn4KiBPiecesIsNeverRewrittenWhole() throws {
-        let fixture = try StoreFixture()
+        let fixture = try StoreFixture(configuration: Self.backingFilesOnly)
         defer { fixture.remove() }
         let store = fixture.store
         let git = try #require(try store.makeDirectory(in: .root, name: ".git").ref.directory)
@@ -266,8 +276,60 @@ import Testing
         #expect(try Self.storedBlobBytes(fixture.databasePath) == 0)
     }
 
-    @Test func aFullDiskRefusesALocalWriteBeforeAnyByteIsStored() throws {
+    @Test func aSmallLocalFileKeepsItsBytesInItsRowUntilItGrowsPastTheLimit() throws {
+        var configuration = StoreConfiguration()
+        configuration.localInlineBytesMax = 16
+        let fixture = try StoreFixture(configuration: configuration)
+        defer { fixture.remove() }
+        let store = fixture.store
+        let file = try store.createFile(in: .root, name: ".n.md.swp").ref
+        try store.write(file, offset: 0, bytes: Data(utf8: "0123456789"))
+        try store.write(file, offset: 12, bytes: Data(utf8: "AB"))
+        try store.truncate(file, to: 13)
+        try store.durableSync(of: file, dataOnly: true)
+        let small = Data(utf8: "0123456789") + Data(count: 2) + Data(utf8: "A")
+        #expect(try store.contents(of: file) == small)
+        #expect(try store.read(file, offset: 9, count: 3) == Data(utf8: "9") + Data(count: 2))
+        #expect(try store.entry(for: file)?.size == 13)
+        #expect(try Self.backingFiles(store).isEmpty)
+        #expect(try Self.storedBlobBytes(fixture.databasePath) == 13)
+
+        // Past the limit: every byte moves to a backing file, and stays there
+        // when the file shrinks again.
+        try store.write(file, offset: 13, bytes: Data(utf8: "CDEFGH"))
+        let grown = small + Data(utf8: "CDEFGH")
+        #expect(try store.contents(of: file) == grown)
+        #expect(try Self.backingFiles(store).count == 1)
+        #expect(try Self.storedBlobBytes(fixture.databasePath) == 0)
+        try store.truncate(file, to: 4)
+        #expect(try store.contents(of: file) == Data(utf8: "0123"))
+        #expect(try Self.backingFiles(store).count == 1)
+        try store.removeFile(in: .root, name: ".n.md.swp")
+        #expect(try Self.backingFiles(store).isEmpty)
+    }
+
+    @Test func aSmallTempFileRenamedOverANoteLeavesNoFileAndNoBytesBehind() throws {
         let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let note = try store.createNote(in: .root, title: "n.md", body: Data(utf8: "old\n"))
+        let temp = try store.createFile(in: .root, name: ".n.md.tmp").ref
+        try store.write(temp, offset: 0, bytes: Data(utf8: "new\n"))
+        try store.durableSync(of: temp, dataOnly: false)
+        let outcome = try store.rename(from: .root, name: ".n.md.tmp", to: .root, newName: "n.md")
+        #expect(outcome.ref == .note(note) && outcome.replaced == .note(note))
+        #expect(try store.contents(of: .note(note)) == Data(utf8: "new\n"))
+        #expect(try Self.backingFiles(store).isEmpty)
+        #expect(try Self.storedBlobBytes(fixture.databasePath) == 0)
+        // And back: a note renamed to a local-only name keeps its bytes in the row.
+        _ = try store.rename(from: .root, name: "n.md", to: .root, newName: "n.md~")
+        let backup = try #require(try store.lookup(in: .root, name: "n.md~"))
+        #expect(try store.contents(of: backup.ref) == Data(utf8: "new\n"))
+        #expect(try Self.backingFiles(store).isEmpty)
+    }
+
+    @Test func aFullDiskRefusesALocalWriteBeforeAnyByteIsStored() throws {
+        let fixture = try StoreFixture(configuration: Self.backingFilesOnly)
         defer { fixture.remove() }
         let file = try fixture.store.createFile(in: .root, name: "a.tmp").ref
         try fixture.store.write(file, offset: 0, bytes: Data(utf8: "abc"))
