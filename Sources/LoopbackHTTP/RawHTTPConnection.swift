@@ -103,10 +103,14 @@ public final class RawHTTPConnection {
     }
 
     /// True when the server has closed the connection: a read returns 0 or
-    /// fails (waiting up to the receive timeout for that).
+    /// fails. It waits up to the receive timeout for that; a connection still
+    /// open then (no byte, no close) answers false.
     public func isClosedByPeer() -> Bool {
         var byte: UInt8 = 0
-        return recv(socket, &byte, 1, 0) <= 0
+        let count = recv(socket, &byte, 1, 0)
+        if count >= 0 { return count == 0 }
+        let code = errno
+        return code != EAGAIN && code != EWOULDBLOCK && code != EINTR
     }
 
     private func fill() throws(RawHTTPError) {

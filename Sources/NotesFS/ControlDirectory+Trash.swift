@@ -14,7 +14,7 @@ extension ControlDirectory {
     /// The node `name` stands for in the trash folder `directory`.
     func trashChild(in directory: String, name: String) -> Node? {
         // A failed read answers "no such name"; the next lookup asks again.
-        guard let found = try? tree.trashNode(named: name, in: directory) else { return nil }
+        guard let found = try? tree.trash.node(named: name, in: directory) else { return nil }
         switch found {
         case .directory(let path): return trashDirectories.number(for: path).map(Node.trashDirectory)
         case .note(let entry): return .trashItem(entry.seq)
@@ -43,7 +43,7 @@ extension ControlDirectory {
         } else {
             let selfAttributes = try attributes(node, uid: uid, gid: gid)
             items = [(".", selfAttributes), ("..", selfAttributes)]
-            let listing = TrashTree.listing(of: path, entries: try tree.trashEntries(under: path))
+            let listing = TrashTree.listing(of: path, entries: try tree.trash.entries(under: path))
             for name in listing.directories {
                 guard let number = trashDirectories.number(for: path.isEmpty ? name : path + "/" + name) else {
                     continue

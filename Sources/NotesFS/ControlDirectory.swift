@@ -141,7 +141,7 @@ struct ControlDirectory: Sendable {
         case .historyItem(let seq):
             return Self.attributes(of: try historyEntry(seq), uid: uid, gid: gid)
         case .trashItem(let seq):
-            guard let entry = try tree.trashEntry(seq) else { throw FileSystemError.notFound }
+            guard let entry = try tree.trash.entry(seq) else { throw FileSystemError.notFound }
             return Self.attributes(of: entry, uid: uid, gid: gid)
         case .moment(let number, let index):
             return try momentAttributes(number, index, uid: uid, gid: gid)
@@ -165,7 +165,7 @@ struct ControlDirectory: Sendable {
         case .historyItem(let seq): return try tree.historyBody(seq)
         case .atReadme: return Data(moments.readme().utf8)
         case .moment(let number, let index): return try momentText(number, index)
-        case .trashItem(let seq): return try tree.trashBody(seq)
+        case .trashItem(let seq): return try tree.trash.body(seq)
         case .status:
             var status = try tree.status()
             status.live = hooks.liveSync()

@@ -21,11 +21,11 @@ extension FileSystemRouter {
         let to = try notes.directory(newParent)
         switch source {
         case .trashItem(let seq):
-            let id = try notes.tree.restoreFromTrash(seq, to: .at(to, name: newName))
+            let id = try notes.tree.trash.restore(seq, to: .at(to, name: newName))
             notes.log.info("restored note \(id) from the trash ('\(name)' moved out as '\(newName)')")
         case .trashDirectory(let number):
             guard let path = control.directory.trashDirectories.path(number) else { throw FileSystemError.notFound }
-            let ids = try notes.tree.restoreTrashDirectory(path, to: .at(to, name: newName))
+            let ids = try notes.tree.trash.restoreDirectory(path, to: .at(to, name: newName))
             notes.log.info("restored \(ids.count) notes from the trash folder '\(path)' (moved out as '\(newName)')")
         default:
             throw FileSystemError.notPermitted

@@ -212,43 +212,9 @@ extension StoreAdmin {
         try store.restore(historyEntry: seq)
     }
 
-    /// Every note in the trash, most recently deleted first.
-    public func trashEntries() throws(StoreError) -> [TrashEntry] {
-        try store.trashEntries()
-    }
-
-    /// What `name` stands for in the trash folder `directory` ("" is the
-    /// trash itself), as `TrashTree` shows it; reads only the entries at
-    /// that path and whether a folder of that name exists.
-    public func trashNode(named name: String, in directory: String) throws(StoreError) -> TrashNode? {
-        try store.trashNode(named: name, in: directory)
-    }
-
-    /// The last text of a note in the trash.
-    public func trashBody(_ seq: Int64) throws(StoreError) -> Data {
-        try store.trashBody(seq)
-    }
-
-    /// Brings a note in the trash back as the same note with its last text,
-    /// as an edit that syncs: a note the server knows is put on its
-    /// tombstone's version, which revives it on every machine; one it never
-    /// knew is sent as new. Returns the note's id.
-    @discardableResult
-    public func restoreFromTrash(
-        _ seq: Int64, to destination: TrashDestination = .original
-    ) throws(StoreError) -> NoteID {
-        try store.restoreFromTrash(seq, to: destination)
-    }
-
-    /// Brings back every note in the trash folder `path`: each to its own
-    /// folder (`.original`), or into the folder `destination` names (made
-    /// there, or an empty one there), along their paths below `path`.
-    @discardableResult
-    public func restoreTrashDirectory(
-        _ path: String, to destination: TrashDestination = .original
-    ) throws(StoreError) -> [NoteID] {
-        try store.restoreTrashDirectory(path, to: destination)
-    }
+    /// The trash: its notes, their last text, and bringing them back
+    /// (`emptyTrash` is below: emptying it is the command's alone).
+    public var trash: NotesTrash { NotesTrash(store) }
 
     /// Forgets every note the trash shows: nothing changes on the server or
     /// on other machines. Returns how many went.

@@ -92,9 +92,9 @@ struct LogCommand: Command {
                 + "conflict replaced it, or the server refused it). Which machine made each is not known here.")
         let store = history.store
         var versions: [(when: String, what: String, text: Data?)] = []
-        if let trashed = try store.admin.trashEntries().first(where: { $0.noteID == id }) {
+        if let trashed = try store.admin.trash.entries().first(where: { $0.noteID == id }) {
             versions.append(("\(trashed.deletedAtText)", "deleted (\(trashed.origin.words))", nil))
-            versions.append(("before that", "last text, \(trashed.size) bytes", try store.admin.trashBody(trashed.seq)))
+            versions.append(("before that", "last text, \(trashed.size) bytes", try store.admin.trash.body(trashed.seq)))
         } else if let text = try? store.admin.contents(of: .note(id)) {
             versions.append(("now", "\(text.count) bytes", text))
         }

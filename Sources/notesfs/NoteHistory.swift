@@ -48,7 +48,7 @@ struct NoteHistory {
     /// trash), else the newest one whose text the local history kept from there.
     func noteID(atPath path: String) throws -> NoteID? {
         if let id = try store.admin.noteID(atPath: path) { return id }
-        if let entry = try store.admin.trashEntries().first(where: { $0.path == path }) { return entry.noteID }
+        if let entry = try store.admin.trash.entries().first(where: { $0.path == path }) { return entry.noteID }
         return try store.admin.history().first(where: { $0.path == path })?.noteID
     }
 

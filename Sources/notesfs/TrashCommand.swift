@@ -60,7 +60,7 @@ struct TrashCommand: Command {
 
     /// One line a note, newest first: when, which machine, path, size.
     static func list(_ store: NotesStore, console: Console) throws {
-        let entries = try store.admin.trashEntries()
+        let entries = try store.admin.trash.entries()
         guard !entries.isEmpty else {
             console.out("The trash is empty: no note was deleted here, or reached this machine deleted, in the last 30 days.")
             return
@@ -83,7 +83,7 @@ struct TrashCommand: Command {
             let path = trashPath(argument)
             let components = path.split(separator: "/").map(String.init)
             guard let name = components.last,
-                let node = try store.admin.trashNode(named: name, in: components.dropLast().joined(separator: "/"))
+                let node = try store.admin.trash.node(named: name, in: components.dropLast().joined(separator: "/"))
             else {
                 console.error(
                     "notesfs trash: '\(argument)' is not in the trash (it may have been restored or emptied); "
@@ -93,11 +93,11 @@ struct TrashCommand: Command {
             }
             switch node {
             case .note(let entry):
-                let id = try store.admin.restoreFromTrash(entry.seq)
+                let id = try store.admin.trash.restore(entry.seq)
                 let now = try store.path(of: .note(id)) ?? id.description
                 console.out(now == "/" + path ? "Restored \(now)." : "Restored /\(path) as \(now).")
             case .directory(let folder):
-                let ids = try store.admin.restoreTrashDirectory(folder)
+                let ids = try store.admin.trash.restoreDirectory(folder)
                 for id in ids {
                     console.out("Restored \(try store.path(of: .note(id)) ?? id.description).")
                 }
@@ -117,7 +117,7 @@ struct TrashCommand: Command {
     }
 
     static func empty(_ store: NotesStore, location: DataLocation, ask: Bool, console: Console) throws -> Int32 {
-        let count = try store.admin.trashEntries().count
+        let count = try store.admin.trash.entries().count
         guard count > 0 else {
             console.out("The trash is already empty.")
             return 0

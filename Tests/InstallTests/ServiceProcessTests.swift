@@ -1,5 +1,4 @@
 import Foundation
-import ProcessKit
 import Testing
 import TestSupport
 
@@ -14,14 +13,14 @@ import TestSupport
         defer { scratch.remove() }
         let socket = try NotifySocket(path: abstractSocket ? "@notesfs-test-\(UUID().uuidString)" : scratch.file("notify"))
         defer { socket.close() }
-        let process = try Child(
+        let process = try SpawnedProcess(
             ["/usr/bin/env", "NOTIFY_SOCKET=\(socket.path)", notesfs, "serve", "--listen", "127.0.0.1:0", "--data", scratch.file("server")],
-            output: scratch.file("serve.log"))
+            outputPath: scratch.file("serve.log"))
         defer { process.stop() }
-        #expect(socket.receive() == "READY=1", "\(process.log)")
-        kill(process.pid, SIGTERM)
-        #expect(socket.receive() == "STOPPING=1", "\(process.log)")
-        #expect(process.wait() == 0, "\(process.log)")
+        #expect(socket.receive() == "READY=1", "\(process.output)")
+        process.signal(SIGTERM)
+        #expect(socket.receive() == "STOPPING=1", "\(process.output)")
+        #expect(process.wait() == 0, "\(process.output)")
     }
 
     @Test func aForegroundMountTellsSystemdAndAMountStartedAfterAKillDetachesTheDeadOne() throws {
@@ -35,51 +34,28 @@ import TestSupport
             "/usr/bin/env", "NOTIFY_SOCKET=\(socket.path)", notesfs, "mount", fixture.mountpoint, "--data",
             fixture.dataDirectory, "--foreground",
         ]
-        let first = try Child(command, output: fixture.directory.file("first.log"))
+        let first = try SpawnedProcess(command, outputPath: fixture.directory.file("first.log"))
         defer { first.stop() }
-        #expect(socket.receive() == "READY=1", "\(first.log)")
+        #expect(socket.receive() == "READY=1", "\(first.output)")
         #expect(fixture.isMounted)
         try fixture.shell("printf 'kept\\n' > note.md")
 
         // A crash: the kernel keeps the mount, which now fails every call.
-        kill(first.pid, SIGKILL)
-        _ = first.wait()
+        first.kill()
         #expect(fixture.isMounted)
 
         // The restart detaches the dead mount and mounts again.
-        let second = try Child(command, output: fixture.directory.file("second.log"))
+        let second = try SpawnedProcess(command, outputPath: fixture.directory.file("second.log"))
         defer { second.stop() }
-        #expect(socket.receive() == "READY=1", "\(second.log)")
-        #expect(second.log.contains("Detached the mount on \(fixture.mountpoint)"), "\(second.log)")
+        #expect(socket.receive() == "READY=1", "\(second.output)")
+        #expect(second.output.contains("Detached the mount on \(fixture.mountpoint)"), "\(second.output)")
         let read = try fixture.shell("cat note.md")
         #expect(read.standardOutput == "kept\n", "\(read.standardError)")
-        kill(second.pid, SIGTERM)
-        #expect(socket.receive() == "STOPPING=1", "\(second.log)")
-        #expect(second.wait() == 0, "\(second.log)")
+        second.signal(SIGTERM)
+        #expect(socket.receive() == "STOPPING=1", "\(second.output)")
+        #expect(second.wait() == 0, "\(second.output)")
         #expect(!fixture.isMounted)
     }
-}
-
-/// A program the test started, its output (standard error too) in a file;
-/// `stop()` (in a defer) ends and reaps it if it still runs.
-final class Child {
-    private let process: SpawnedProcess
-    /// How long `wait` waits before it kills the child: a guard against a
-    /// hang, never a measurement.
-    static let exitWaitSeconds = 30.0
-
-    init(_ arguments: [String], output: String) throws {
-        process = try SpawnedProcess(arguments, outputPath: output)
-    }
-
-    var pid: pid_t { process.pid }
-    var log: String { process.output }
-
-    /// The exit status (128 + a signal's number when one ended it); a child
-    /// still running after `exitWaitSeconds` is killed.
-    func wait() -> Int32 { ChildProcess.exitStatus(process.wait(seconds: Self.exitWaitSeconds)) }
-
-    func stop() { process.stop() }
 }
 
 /// The datagram socket systemd listens on for `sd_notify` messages; a path

@@ -95,33 +95,27 @@ import Testing
         // The child's own limit is far past the wait below: it must die by the kill.
         var arguments = [child, "--db", databasePath, "--seed", String(seed), "--run", String(run), "--max-seconds", "120"]
         if case .insideSave(let save) = moment { arguments += ["--stop-in-save", String(save)] }
-        let pid = try ChildProcess.spawn(
-            arguments, .init(standardOutput: .file(outputPath), standardError: .file(errorPath)))
-        var ended: Int32?
+        let child = try SpawnedProcess(
+            arguments, options: .init(standardOutput: .file(outputPath), standardError: .file(errorPath)))
         switch moment {
         case .after(let milliseconds):
             try await Task.sleep(for: .milliseconds(milliseconds))
-            ended = ChildProcess.poll(pid)
         case .afterSaves(let count):
             // An event with a generous ceiling.
             _ = try await waitUntil(60) {
                 let printed = FileManager.default.contents(atPath: outputPath) ?? Data()
-                ended = ChildProcess.poll(pid)
-                return ended != nil
+                return !child.isRunning
                     || String(decoding: printed, as: UTF8.self).components(separatedBy: "\nsaved ").count - 1 >= count
             }
         case .insideSave:
             _ = try await waitUntil(60) {
                 let printed = FileManager.default.contents(atPath: outputPath) ?? Data()
-                ended = ChildProcess.poll(pid)
-                return ended != nil || String(decoding: printed, as: UTF8.self).hasSuffix("\nstopped\n")
+                return !child.isRunning || String(decoding: printed, as: UTF8.self).hasSuffix("\nstopped\n")
             }
         }
-        if ended == nil {
-            kill(pid, SIGKILL)
-            ended = ChildProcess.wait(pid)
-        }
-        let status = ChildProcess.exitStatus(ended ?? -1)
+        // Killed here unless it ended by itself (which the check below reports).
+        child.kill()
+        let status = child.exitStatus ?? -1
         guard status == 128 + SIGKILL else {
             let message = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
             Issue.record("\(context): the child was not killed by SIGKILL but ended with \(status): \(message)")

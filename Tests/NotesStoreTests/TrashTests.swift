@@ -377,6 +377,33 @@ import Testing
         #expect(entry.noteID == plan && entry.path == "Work/plan.md" && entry.origin == .unknown)
         #expect(try store.trashBody(entry.seq) == Data(utf8: "the plan\n"))
     }
+
+    @Test func theMountAndTheCommandSeeOneTrashThroughTheSameFace() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let (mount, command) = (store.tree.trash, store.admin.trash)
+        let work = try store.makeFolders(path: ["Work"])
+        let plan = try store.createNote(in: work, title: "plan.md", body: Data(utf8: "the plan\n"))
+        let todo = try store.createNote(in: .root, title: "todo.md", body: Data(utf8: "milk\n"))
+        try store.removeFile(in: work, name: "plan.md")
+        try store.removeFile(in: .root, name: "todo.md")
+
+        #expect(Set(try mount.entries().map(\.noteID)) == [plan, todo])
+        #expect(try command.entries() == mount.entries())
+        let planEntry = try #require(try mount.entries(under: "Work").first)
+        #expect(try mount.entries(under: "Work").map(\.noteID) == [plan])
+        #expect(try command.entry(planEntry.seq) == planEntry)
+        #expect(try command.body(planEntry.seq) == Data(utf8: "the plan\n"))
+        #expect(try mount.node(named: "plan.md", in: "Work") == .note(planEntry))
+        // Restored through one, gone from both.
+        #expect(try mount.restoreDirectory("Work") == [plan])
+        #expect(try command.entries().map(\.noteID) == [todo])
+        let todoEntry = try #require(try command.entries().first)
+        #expect(try command.restore(todoEntry.seq, to: .at(.root, name: "todo again.md")) == todo)
+        #expect(try mount.entries().isEmpty && mount.entry(todoEntry.seq) == nil)
+        #expect(try store.contents(of: .note(todo)) == Data(utf8: "milk\n"))
+    }
 }
 
 extension TrashNode {

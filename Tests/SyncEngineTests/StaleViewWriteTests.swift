@@ -63,13 +63,13 @@ import Testing
             echo B >&3
             exec 3>&-
             """
-        let appender = try BackgroundProcess(["/bin/bash", "-c", script], in: b.mountpoint)
-        defer { appender.terminate() }
+        let appender = try SpawnedProcess.background(["/bin/bash", "-c", script], in: b.mountpoint)
+        defer { appender.kill() }
         try cluster.waitFor("b's descriptor is open") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-opened") }
         _ = try cluster.shell(a, "echo A >> n.md")
         try waitForPull(cluster, past: version)
         #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
-        #expect(appender.waitForExit(seconds: 60) == 0)
+        #expect(appender.wait(seconds: 60) == 0)
         for mount in [a, b] {
             try waitForText(cluster, mount, "base\nA\nB\n")
         }
@@ -92,13 +92,13 @@ import Testing
             os.pwrite(fd, b"B-line\\n", end)
             os.close(fd)
             """
-        let writer = try BackgroundProcess(["python3", "-c", script], in: b.mountpoint)
-        defer { writer.terminate() }
+        let writer = try SpawnedProcess.background(["python3", "-c", script], in: b.mountpoint)
+        defer { writer.kill() }
         try cluster.waitFor("b's writer has the size") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-opened") }
         _ = try cluster.shell(a, "echo A-line >> n.md")
         try waitForPull(cluster, past: version)
         #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
-        #expect(writer.waitForExit(seconds: 60) == 0)
+        #expect(writer.wait(seconds: 60) == 0)
         // Two lines added at the same place merge, or (with a merge that
         // keeps such clashes apart) the writer's text becomes a conflict
         // copy; either way the note keeps a's line and nothing is lost.
@@ -216,13 +216,13 @@ import Testing
             os.pwrite(fd, b"one\\nTWO-b\\nthree\\n", 0)
             os.close(fd)
             """
-        let writer = try BackgroundProcess(["python3", "-c", script], in: b.mountpoint)
-        defer { writer.terminate() }
+        let writer = try SpawnedProcess.background(["python3", "-c", script], in: b.mountpoint)
+        defer { writer.kill() }
         try cluster.waitFor("b's writer has the size") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-opened") }
         _ = try cluster.shell(a, "printf 'one\\nTWO-a\\nthree\\n' > n.md")
         try waitForPull(cluster, past: version)
         #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
-        #expect(writer.waitForExit(seconds: 60) == 0)
+        #expect(writer.wait(seconds: 60) == 0)
         for mount in [a, b] {
             try cluster.waitFor("the note and one copy on \(mount.mountpoint)") {
                 let names = SyncCluster.names(mount)

@@ -1,6 +1,5 @@
 import Foundation
 import HTTPServer
-import ProcessKit
 import SyncServer
 import SyncServerSQLite
 import Testing
@@ -73,7 +72,7 @@ import TestSupport
         ])
         #expect(mounted.status == 0, "\(mounted.standardError)")
         _ = try mount.checkedShell("echo trusted > over-tls.md")
-        try MountFixture.waitFor("the note reaches the server over TLS", mounts: [mount], seconds: 20) {
+        try MountFixture.waitFor("the note reaches the server over TLS", mounts: [mount]) {
             try MountFixture.run([binary, "sync", "--wait", "--data", mount.dataDirectory]).status == 0
         }
         #expect(try mount.checkedShell("cat .notesfs/status").contains("certificate") == false)
@@ -176,17 +175,14 @@ import TestSupport
         // A TLS server of that one version that answers a GET with a page that is not ours.
         let port = try Self.freePort()
         let serverLog = directory.file("s_server.log")
-        let server = try ChildProcess.spawn(
+        let server = try SpawnedProcess(
             [
                 "/usr/bin/env", "OPENSSL_CONF=\(configuration)", Self.openssl, "s_server", "-accept", "127.0.0.1:\(port)",
                 version, "-cipher", "DEFAULT:@SECLEVEL=0", "-cert", cert, "-key", key, "-www",
-            ], .init(standardOutput: .file(serverLog), standardError: .standardOutput))
-        defer {
-            kill(server, SIGTERM)
-            _ = ChildProcess.wait(server)
-        }
-        try MountFixture.waitFor("openssl s_server accepts connections", mounts: [], seconds: 30) {
-            ((try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? "").contains("ACCEPT")
+            ], outputPath: serverLog)
+        defer { server.stop() }
+        try MountFixture.waitFor("openssl s_server accepts connections", mounts: []) {
+            server.output.contains("ACCEPT")
         }
         let token = directory.file("token")
         try Data("nfs_0123456789abcdef01234567_\(String(repeating: "A", count: 43))\n".utf8)

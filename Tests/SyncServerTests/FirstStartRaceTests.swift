@@ -16,20 +16,17 @@ import TestSupport
         for round in 0..<8 {
             let data = directory.file("server\(round)")
             let log = directory.file("serve\(round).log")
-            let serve = try ChildProcess.spawn(
+            let serve = try SpawnedProcess(
                 [binary, "serve", "--listen", "127.0.0.1:0", "--data", data],
-                .init(standardOutput: .null, standardError: .file(log)))
-            defer {
-                kill(serve, SIGTERM)
-                _ = ChildProcess.wait(serve)
-            }
+                options: .init(standardOutput: .null, standardError: .file(log)), outputPath: log)
+            defer { serve.stop() }
             let added = try MountFixture.run([binary, "account", "add", "racer", "--data", data])
             #expect(added.status == 0, "round \(round): \(added.standardError)")
             let deadline = Date().addingTimeInterval(60)
             var text = ""
             while Date() < deadline {
-                text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                if text.contains("listening on") || waitpid(serve, nil, WNOHANG) != 0 { break }
+                text = serve.output
+                if text.contains("listening on") || !serve.isRunning { break }
                 usleep(20_000)
             }
             #expect(text.contains("listening on"), "round \(round): \(text)")

@@ -125,7 +125,9 @@ final class CollectingLogger: ServerLogger {
         let token = try await h.account()
         let port = transport.port
         // Twenty clients send half a request line and stall.
-        let slow = try (0..<20).map { _ in try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10) }
+        // Each read below waits for the close with a generous ceiling (the
+        // receive timeout), far past the server's 1 s.
+        let slow = try (0..<20).map { _ in try RawHTTPConnection(port: port, receiveTimeoutSeconds: 60) }
         let boxes = slow.map { HTTPTransport.ConnectionBox($0) }
         for box in boxes { box.connection.write(Data("GET /v1/chan".utf8)) }
         // A normal client is answered meanwhile (how fast is a benchmark figure).
@@ -137,12 +139,12 @@ final class CollectingLogger: ServerLogger {
         #expect(closedCount == 20)
         // A client trickling one byte at a time is also cut off eventually.
         let trickled = try await onThread { () -> Bool in
-            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 10)
+            let connection = try RawHTTPConnection(port: port, receiveTimeoutSeconds: 60)
             for byte in Data("GET /healthz HTTP/1.1\r\nX-Slow: ".utf8) {
                 guard connection.write(Data([byte])) else { return true }
                 usleep(20_000)
             }
-            usleep(1_600_000)
+            // Then it stalls: the close comes after the idle timeout.
             return connection.isClosedByPeer()
         }
         #expect(trickled)

@@ -95,7 +95,7 @@ final class PostgresFleet: Sendable {
         while !Self.everyServerUp(behind: self.port, count: processes) {
             guard Date() < deadline, haproxy.isRunning else {
                 stop()
-                throw HarnessError("haproxy did not start (status \(haproxy.wait(seconds: 1))): \(haproxy.output) \(configuration)")
+                throw HarnessError("haproxy did not start (exit status \(haproxy.wait(seconds: 1))): \(haproxy.output) \(configuration)")
             }
             usleep(20_000)
         }

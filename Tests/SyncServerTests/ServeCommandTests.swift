@@ -37,19 +37,13 @@ import TestSupport
         #expect(try await onThread { try Self.run(["serve", "--group-writers", "0"]) }.0 == 2)
 
         let logPath = data.url.appendingPathComponent("serve.log").path
-        let pid = try ChildProcess.spawn(
+        let serve = try SpawnedProcess(
             [Self.binary, "serve", "--listen", "127.0.0.1:0", "--data", dir],
-            .init(standardOutput: .null, standardError: .file(logPath)))
-        var exitStatus: Int32?
-        defer {
-            if exitStatus == nil {
-                kill(pid, SIGKILL)
-                _ = ChildProcess.wait(pid)
-            }
-        }
-        func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+            options: .init(standardOutput: .null, standardError: .file(logPath)), outputPath: logPath)
+        defer { serve.kill() }
+        func log() -> String { serve.output }
         // The first line says where it listens.
-        #expect(try await waitUntil { log().contains("\n") || ChildProcess.poll(pid) != nil })
+        #expect(try await waitUntil { log().contains("\n") || !serve.isRunning })
         let firstLine = log().split(separator: "\n").first.map(String.init) ?? ""
         let portText = firstLine.split(separator: ":").last?.prefix(while: { $0.isNumber }) ?? ""
         let port = try #require(UInt16(portText), "first line: \(firstLine)")
@@ -60,15 +54,12 @@ import TestSupport
             return try connection.readReply()
         }
         #expect(reply.status == 200)
-        kill(pid, SIGTERM)
+        serve.signal(SIGTERM)
         // An event with a generous ceiling: a server that fails to stop must
         // fail this test, not hang the whole run.
-        let stopped = try await waitUntil(60) {
-            exitStatus = ChildProcess.poll(pid)
-            return exitStatus != nil
-        }
+        let stopped = try await waitUntil(60) { !serve.isRunning }
         #expect(stopped, "notesfs serve did not stop within 60 s of SIGTERM")
-        #expect(exitStatus.map(ChildProcess.exitStatus) == 0)
+        #expect(serve.exitStatus == 0)
         let text = log()
         #expect(text.contains("POST /v1/push 200"))
         #expect(text.contains("stopped"))

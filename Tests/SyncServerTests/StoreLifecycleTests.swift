@@ -30,7 +30,7 @@ import TestSupport
             await serving.close()
         }
         // A writer thread that has just ended may hold its store a moment longer.
-        let released = try await waitUntil(10) { descriptors(under: directory.path) == 0 }
+        let released = try await waitUntil { descriptors(under: directory.path) == 0 }
         #expect(released, "still open: \(descriptors(under: directory.path)) descriptors")
     }
 }

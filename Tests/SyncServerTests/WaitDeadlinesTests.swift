@@ -14,10 +14,12 @@ import TestSupport
         }
         let now = ContinuousClock.now
         deadlines.add("late", at: now + .seconds(60))
-        // The thread now sleeps toward the late one; these must still end first.
-        deadlines.add("third", at: now + .milliseconds(300))
-        deadlines.add("first", at: now + .milliseconds(100))
-        deadlines.add("second", at: now + .milliseconds(200))
+        // The thread now sleeps toward the late one; these must still end
+        // first. A second apart, so a stalled test thread cannot add one
+        // after an earlier one is due.
+        deadlines.add("third", at: now + .seconds(3))
+        deadlines.add("first", at: now + .seconds(1))
+        deadlines.add("second", at: now + .seconds(2))
         #expect(try await waitUntil { ended.withLock { $0.count } == 3 })
         #expect(ended.withLock { $0 } == ["first", "second", "third"])
         deadlines.stop()

@@ -1,15 +1,19 @@
 import Foundation
 import ProcessKit
 
-/// A real `notesfs serve` process on loopback with its data in a directory.
-/// `stop()` it in a `defer`; it is ended by its pid only.
+/// A real `notesfs serve` process on loopback with its data in a directory,
+/// run as a `SpawnedProcess`. `stop()` it in a `defer`; it is ended by its
+/// pid only.
 public final class ServerProcess: @unchecked Sendable {
-    // @unchecked: `pid` and `port` are only changed by start/stop, which one
-    // test calls from one task at a time.
+    // @unchecked: `process` and `port` are only changed by start/stop, which
+    // one test calls from one task at a time.
     public let dataDirectory: String
     public let logPath: String
     public private(set) var port: UInt16 = 0
-    public private(set) var pid: pid_t?
+    private var process: SpawnedProcess?
+
+    /// The running server's pid (nil while stopped).
+    public var pid: pid_t? { process?.pid }
 
     /// More `serve` flags (`--tls-cert`, `--tls-key`), set before `start()`.
     public var extraArguments: [String] = []
@@ -32,20 +36,19 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// Starts the server (on the same port as before after a stop) and waits until it listens.
     public func start() throws {
-        guard pid == nil else { return }
+        guard process == nil else { return }
         guard let binary = MountFixture.binaryPath else { throw MountFixture.Failure("notesfs binary not found") }
         let listen = "127.0.0.1:\(port)"
         try? FileManager.default.removeItem(atPath: logPath)
-        let child = try ChildProcess.spawn(
+        let child = try SpawnedProcess(
             [binary, "serve", "--listen", listen, "--data", dataDirectory] + extraArguments,
-            .init(standardOutput: .null, standardError: .file(logPath)))
-        pid = child
+            options: .init(standardOutput: .null, standardError: .file(logPath)), outputPath: logPath)
+        process = child
         // A generous ceiling: the server says when it listens, or dies.
         let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, ChildProcess.poll(child) == nil {
-            if let text = try? String(contentsOfFile: logPath, encoding: .utf8),
-                let range = text.range(of: "listening on http://127.0.0.1:") ?? text.range(of: "listening on https://127.0.0.1:")
-            {
+        while Date() < deadline, child.isRunning {
+            let text = child.output
+            if let range = text.range(of: "listening on http://127.0.0.1:") ?? text.range(of: "listening on https://127.0.0.1:") {
                 let digits = text[range.upperBound...].prefix { $0.isNumber }
                 if let value = UInt16(digits) {
                     port = value
@@ -54,19 +57,14 @@ public final class ServerProcess: @unchecked Sendable {
             }
             usleep(20_000)
         }
-        if ChildProcess.poll(child) == nil { stop() } else { pid = nil }
-        throw MountFixture.Failure("notesfs serve did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+        stop()
+        throw MountFixture.Failure("notesfs serve did not start: \(child.output)")
     }
 
-    /// SIGTERM, then SIGKILL after a few seconds; waits for the exit.
+    /// SIGTERM, then SIGKILL after 30 s; waits for the exit.
     public func stop() {
-        guard let pid else { return }
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(30)
-        while ChildProcess.poll(pid) == nil {
-            if Date() > deadline { kill(pid, SIGKILL) }
-            usleep(10_000)
-        }
-        self.pid = nil
+        guard let process else { return }
+        process.stop(seconds: 30)
+        self.process = nil
     }
 }
