@@ -139,14 +139,14 @@ import Testing
             os.pwrite(fd, b"mine\\n", end)
             os.close(fd)
             """
-        let writer = try BackgroundProcess(["python3", "-c", script], in: b.mountpoint)
-        defer { writer.terminate() }
+        let writer = try SpawnedProcess.background(["python3", "-c", script], in: b.mountpoint)
+        defer { writer.kill() }
         try cluster.waitFor("b's writer has the size") { FileManager.default.fileExists(atPath: b.mountpoint + "/../b-end") }
         let pulled = try #require(try storedVersion(b))
         _ = try cluster.shell(a, "echo d >> n.md")
         try waitForPull(cluster, past: pulled)
         #expect(FileManager.default.createFile(atPath: b.mountpoint + "/../b-go", contents: nil))
-        #expect(writer.waitForExit(seconds: 60) == 0)
+        #expect(writer.wait(seconds: 60) == 0)
         #expect(try String(contentsOfFile: b.mountpoint + "/../b-end", encoding: .utf8) == "4")
         // The line is added where the writer meant it, after "c": merged with
         // "d", or kept apart in a conflict copy; no line comes back or goes.
