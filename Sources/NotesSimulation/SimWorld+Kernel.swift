@@ -91,6 +91,7 @@ extension SimWorld {
                 trace("\(device.name) kernel: open \(path.joined(separator: "/")) O_APPEND, writes at step \(due)")
             case 1:
                 count(.kernelLateWrite)
+                try await readBeforeALineGoesElsewhere(device, kernel, path, note, probability: 0.5)
                 let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: due)
                 opened = descriptor
                 let end = try kernel.size(descriptor)
@@ -109,23 +110,7 @@ extension SimWorld {
                     trace("\(device.name) kernel: open \(name) O_APPEND while another machine appends")
                 case 1:
                     count(.kernelLateWrite)
-                    if scenarioChance(0.5) {
-                        // Another program read the note before a pull: what
-                        // it read says nothing of where this one writes.
-                        let reader = try kernel.open(
-                            path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: step + 2)
-                        let seen: Data
-                        do {
-                            seen = try kernel.readAll(reader)
-                        } catch {
-                            kernel.close(reader)
-                            throw error
-                        }
-                        kernel.setPlan(reader, .rewrite(seen: seen))
-                        trace("\(device.name) kernel: read \(name) {\(Self.tokenList(seen))} before another machine removes a line")
-                        try await removeLineElsewhereAndPull(note.ref, into: device)
-                        kernel.deliverAllNotifications()
-                    }
+                    try await readBeforeALineGoesElsewhere(device, kernel, path, note, probability: 0.75)
                     let descriptor = try kernel.open(
                         path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: step + 1)
                     opened = descriptor
@@ -159,6 +144,29 @@ extension SimWorld {
         if delay == 0, let opened { try finishKernelWrite(device, kernel, opened) }
     }
 
+    /// Sometimes (drawn from the scenarios' own stream) another program
+    /// reads the note, another device removes one of its lines, and the
+    /// invalidation reaches this kernel: a program that `fstat`s next learns
+    /// the shorter text while the reader holds the longer one. What the
+    /// reader saw says nothing of where the next program's write belongs.
+    private func readBeforeALineGoesElsewhere(
+        _ device: SimDevice, _ kernel: SimKernel, _ path: [String], _ note: SimItem, probability: Double
+    ) async throws {
+        guard scenarioChance(probability) else { return }
+        let reader = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: step + 2)
+        let seen: Data
+        do {
+            seen = try kernel.readAll(reader)
+        } catch {
+            kernel.close(reader)
+            throw error
+        }
+        kernel.setPlan(reader, .rewrite(seen: seen))
+        trace("\(device.name) kernel: read \(path.joined(separator: "/")) {\(Self.tokenList(seen))} before another machine removes a line")
+        try await removeLineElsewhereAndPull(note.ref, into: device)
+        kernel.deliverAllNotifications()
+    }
+
     /// A draw from the scenarios' own stream (see `SimKernelState.scenarioRandom`).
     private func scenarioChance(_ probability: Double) -> Bool {
         var random = kernelState.scenarioRandom ?? SimRandom(seed: seed ^ 0x5343_454E_4152_494F)
@@ -168,7 +176,9 @@ extension SimWorld {
 
     /// Another device holding `ref` removes one of its lines (the text
     /// shifts under what was read, not only past its end) and syncs, then
-    /// `device` syncs.
+    /// `device` syncs. The line is the longest but the last: a write at the
+    /// new end then falls inside the old text's last line, where a mount that
+    /// splices it into the old text destroys that line.
     private func removeLineElsewhereAndPull(_ ref: EntryRef, into device: SimDevice) async throws {
         guard let other = random.pick(devices.filter { $0.index != device.index }),
             let note = try tree(other.store).first(where: { $0.ref == ref })
@@ -176,7 +186,8 @@ extension SimWorld {
         let old = try other.store.admin.contents(of: ref)
         var lines = SimText.lines(old)
         guard !lines.isEmpty else { return }
-        lines.remove(at: random.int(0...(lines.count - 1)))
+        let longest = lines.dropLast().indices.max { lines[$0].utf8.count < lines[$1].utf8.count }
+        lines.remove(at: longest ?? 0)
         try save(other, note, old: old, new: SimText.body(lines), appendOnly: false)
         try await sync(other)
         try await sync(device)
