@@ -188,9 +188,9 @@ final class NotesFileSystem: Sendable {
         let ref = try resolve(inode)
         // Each change is its own small transaction; the common cases
         // (truncate, chmod, touch) change one thing.
-        // As for a write: stale when a change landed after the handle was
-        // opened (ftruncate sends its handle) or after the kernel last
-        // learned the size, whichever came first.
+        // As for a rewrite: stale when a change landed after the handle was
+        // opened (ftruncate sends its handle), after the kernel last learned
+        // the size, or after a read of the file, whichever came first.
         if let size = changes.size,
             try tree.truncate(ref, to: Int64(clamping: size), view: truncationView(inode: inode, handle: handle))
         {
