@@ -136,8 +136,8 @@ final class DaemonContext: Sendable {
         MHD_suspend_connection(connection)
         let handle = ConnectionHandle(pointer: connection)
         Task {
-            let refusal = await server.checkCredentials(authorization: request.authorization)
-            request.credentialsChecked(refusal, resuming: handle)
+            let check = await server.checkCredentials(authorization: request.authorization)
+            request.credentialsChecked(check, resuming: handle)
             handling.subtract(1, ordering: .sequentiallyConsistent)
         }
         return .YES
