@@ -135,8 +135,7 @@ final class DaemonContext: Sendable {
         request.beginCheckingCredentials()
         MHD_suspend_connection(connection)
         let handle = ConnectionHandle(pointer: connection)
-        Task {
-            let check = await server.checkCredentials(authorization: request.authorization)
+        server.checkCredentials(authorization: request.authorization) { [self] check in
             request.credentialsChecked(check, resuming: handle)
             handling.subtract(1, ordering: .sequentiallyConsistent)
         }

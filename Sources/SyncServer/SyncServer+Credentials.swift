@@ -28,19 +28,40 @@ extension SyncServer {
     /// this for a request already past its check.
     public static let checkedCredentialsTrustSeconds = 1.0
 
-    /// Checks the token of a request before its body is read.
-    public func checkCredentials(authorization: String?) async -> CredentialCheck {
-        do {
-            let account = try await lookUpToken(authorization)
-            return .live(CheckedCredentials(account: account, authorization: authorization ?? "", checkedAt: clock.now()))
-        } catch {
-            let (serverError, detail) = ServerError.from(error)
-            if let detail { logger.log("error: token check: \(detail)") }
-            var response = serverError.response
-            response.logNote = serverError.parts.code.rawValue
-            metrics.record(route: Route.unknown.rawValue, status: response.status, seconds: 0)
-            return .refused(response)
+    /// Checks the token of a request before its body is read; `completion`
+    /// runs once, on any thread. Made for libmicrohttpd's thread: the look-up
+    /// goes straight to the store's reader, with no task in between.
+    public func checkCredentials(
+        authorization: String?, completion: @escaping @Sendable (CredentialCheck) -> Void
+    ) {
+        guard let token = AccessToken.fromAuthorization(authorization) else {
+            completion(refusal(ServerError.unauthorized))
+            return
         }
+        store.token(id: token.id) { [self] found in
+            do {
+                let account = try accept(token, found.get())
+                completion(.live(CheckedCredentials(account: account, authorization: authorization ?? "", checkedAt: clock.now())))
+            } catch {
+                completion(refusal(error))
+            }
+        }
+    }
+
+    /// `checkCredentials(authorization:completion:)` for a caller in a task.
+    public func checkCredentials(authorization: String?) async -> CredentialCheck {
+        await withCheckedContinuation { continuation in
+            checkCredentials(authorization: authorization) { continuation.resume(returning: $0) }
+        }
+    }
+
+    private func refusal(_ error: any Error) -> CredentialCheck {
+        let (serverError, detail) = ServerError.from(error)
+        if let detail { logger.log("error: token check: \(detail)") }
+        var response = serverError.response
+        response.logNote = serverError.parts.code.rawValue
+        metrics.record(route: Route.unknown.rawValue, status: response.status, seconds: 0)
+        return .refused(response)
     }
 
     /// The account of the request's token; 401 for anything else. A check
@@ -53,19 +74,19 @@ extension SyncServer {
             let age = clock.now().timeIntervalSince(checked.checkedAt)
             if age >= 0 && age <= Self.checkedCredentialsTrustSeconds { return checked.account }
         }
-        return try await lookUpToken(request.authorization)
+        guard let token = AccessToken.fromAuthorization(request.authorization) else { throw ServerError.unauthorized }
+        return try accept(token, try await store.token(id: token.id))
     }
 
-    /// Looks the bearer token up in the store (and records its use at most
-    /// once a minute, off the request's path).
-    private func lookUpToken(_ authorization: String?) async throws -> AccountID {
-        guard let token = AccessToken.fromAuthorization(authorization),
-            let record = try await store.token(id: token.id), !record.revoked,
-            AccessToken.constantTimeEqual(token.secretHash, record.secretHash)
-        else { throw ServerError.unauthorized }
+    /// The account of `token` when `record` (its row) shows it live; records
+    /// the use at most once a minute, off the request's path.
+    private func accept(_ token: AccessToken, _ record: TokenRecord?) throws -> AccountID {
+        guard let record, !record.revoked, AccessToken.constantTimeEqual(token.secretHash, record.secretHash) else {
+            throw ServerError.unauthorized
+        }
         let now = clock.now()
         if tokenUses.shouldRecord(token.id, at: now) {
-            // Off the request's path: a failed record costs only the last-use time.
+            // A failed record costs only the last-use time.
             let store = store
             Task { try? await store.recordTokenUse(tokenID: token.id, at: now) }
         }
