@@ -3,6 +3,7 @@ import NotesModel
 import SyncProtocol
 import SyncServer
 import SyncServerSQLite
+import Synchronization
 import TestSupport
 import Testing
 
@@ -10,16 +11,25 @@ import Testing
 /// up again by its handler, for at most `checkedCredentialsTrustSeconds`
 /// and only for the same header. The store is real; the token is revoked in
 /// it between the check and the handler, so only a trusted check can pass.
+/// The server's clock stands still unless a test moves it, so how long the
+/// machine takes changes nothing.
 @Suite struct CheckedCredentialsTests {
+    /// A clock that moves only when told.
+    final class StillClock: Sendable {
+        private let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        func advance(seconds: Double) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+        var clock: ServerClock { ServerClock { [self] in now.withLock { $0 } } }
+    }
+
     struct Serving {
         let directory: TemporaryDirectory
         let server: SyncServer
-        let clock: ManualClock
+        let clock: StillClock
         let token: String
 
         init() async throws {
             directory = try TemporaryDirectory()
-            clock = ManualClock()
+            clock = StillClock()
             let store = try SQLiteServerStore(path: SQLiteServerStore.databasePath(inDirectory: directory.path))
             server = SyncServer(store: store, clock: clock.clock)
             token = try await AccountManager(store: store).add(name: "ada").token.text
