@@ -135,9 +135,8 @@ final class DaemonContext: Sendable {
         request.beginCheckingCredentials()
         MHD_suspend_connection(connection)
         let handle = ConnectionHandle(pointer: connection)
-        Task {
-            let refusal = await server.checkCredentials(authorization: request.authorization)
-            request.credentialsChecked(refusal, resuming: handle)
+        server.checkCredentials(authorization: request.authorization) { [self] check in
+            request.credentialsChecked(check, resuming: handle)
             handling.subtract(1, ordering: .sequentiallyConsistent)
         }
         return .YES

@@ -34,6 +34,9 @@ public final class HTTPServer: Sendable {
         /// parked long polls do not count as idle.
         public var connectionTimeoutSeconds: Int
         /// Bytes per connection for headers and buffers; larger headers get 431.
+        /// libmicrohttpd clears all of it after every request, so it is kept
+        /// small: 16 KiB holds any head a client sends (about 300 bytes) many
+        /// times over, and bodies stream through it in pieces.
         public var connectionMemoryBytes: Int
         /// Request bodies larger than this get 413 (or a closed connection
         /// when they come without a Content-Length).
@@ -50,7 +53,7 @@ public final class HTTPServer: Sendable {
             connectionsPerAddressMax: Int = 64, newConnectionsPerAddressPerSecond: Int = 200,
             requestHeadTimeoutSeconds: Int = 15,
             requestBodyTimeoutSeconds: Int = 300, queryParametersMax: Int = 32,
-            connectionTimeoutSeconds: Int = 60, connectionMemoryBytes: Int = 64 * 1_024,
+            connectionTimeoutSeconds: Int = 60, connectionMemoryBytes: Int = 16 * 1_024,
             requestBodyBytesMax: Int, gzipMinimumBytes: Int = 128, tls: (certificatePEM: String, keyPEM: String)? = nil
         ) {
             self.address = address

@@ -46,6 +46,8 @@ final class RequestContext: Sendable {
         var phase: Phase = .receiving
         var credentials: Credentials = .unchecked
         var body = Data()
+        /// The live token found before the body, for the handler.
+        var checked: CheckedCredentials?
         /// True once libmicrohttpd has reported the request complete; the
         /// connection pointer must not be used after that.
         var closed = false
@@ -108,7 +110,8 @@ final class RequestContext: Sendable {
                 }
                 state.phase = .handling
                 let request = ServerRequest(
-                    method: method, path: path, query: query, authorization: authorization, body: body)
+                    method: method, path: path, query: query, authorization: authorization, body: body,
+                    checkedCredentials: state.checked)
                 state.body = Data()
                 return (request, nil)
             case .ready(let response):
@@ -152,11 +155,17 @@ final class RequestContext: Sendable {
         state.withLock { $0.credentials = .checking }
     }
 
-    /// Records the check's outcome (nil: accepted) and resumes the
-    /// suspended connection, unless it was closed meanwhile.
-    func credentialsChecked(_ refusal: ServerResponse?, resuming connection: ConnectionHandle) {
+    /// Records the check's outcome and resumes the suspended connection,
+    /// unless it was closed meanwhile.
+    func credentialsChecked(_ check: CredentialCheck, resuming connection: ConnectionHandle) {
         state.withLock { state in
-            state.credentials = refusal.map { .refused($0) } ?? .accepted
+            switch check {
+            case .live(let checked):
+                state.credentials = .accepted
+                state.checked = checked
+            case .refused(let response):
+                state.credentials = .refused(response)
+            }
             if !state.closed { MHD_resume_connection(connection.pointer) }
         }
     }

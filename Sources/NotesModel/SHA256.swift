@@ -54,9 +54,10 @@ public struct SHA256: Sendable {
             block.withUnsafeBufferPointer { compress($0) }
             pending.removeAll(keepingCapacity: true)
         }
-        while bytes.count - offset >= 64 {
-            compress(UnsafeBufferPointer(rebasing: bytes[offset..<offset + 64]))
-            offset += 64
+        let whole = (bytes.count - offset) / 64 * 64
+        if whole > 0 {
+            compress(UnsafeBufferPointer(rebasing: bytes[offset..<offset + whole]))
+            offset += whole
         }
         if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
     }
@@ -69,11 +70,7 @@ public struct SHA256: Sendable {
         for shift in stride(from: 56, through: 0, by: -8) {
             tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
-        tail.withUnsafeBufferPointer { tail in
-            for start in stride(from: 0, to: tail.count, by: 64) {
-                compress(UnsafeBufferPointer(rebasing: tail[start..<start + 64]))
-            }
-        }
+        tail.withUnsafeBufferPointer { compress($0) }
         pending.removeAll()
         return state.flatMap { word in
             [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8),
@@ -81,44 +78,48 @@ public struct SHA256: Sendable {
         }
     }
 
-    /// One 64-byte block. Through unsafe buffers, whose subscripts are not
-    /// checked in release builds: the payload hash of every pushed body runs here.
-    private mutating func compress(_ block: UnsafeBufferPointer<UInt8>) {
+    /// Whole 64-byte blocks, all under one access to the state and the
+    /// constants. Through unsafe buffers, whose subscripts are not checked
+    /// in release builds: the payload hash of every pushed body runs here.
+    private mutating func compress(_ blocks: UnsafeBufferPointer<UInt8>) {
+        assert(blocks.count % 64 == 0, "SHA-256 compresses whole blocks")
+        guard let base = blocks.baseAddress else { return }
         state.withUnsafeMutableBufferPointer { state in
             Self.roundConstants.withUnsafeBufferPointer { constants in
                 withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { words in
-                    for index in 0..<16 {
-                        words[index] =
-                            UInt32(block[index &* 4]) << 24 | UInt32(block[index &* 4 &+ 1]) << 16
-                            | UInt32(block[index &* 4 &+ 2]) << 8 | UInt32(block[index &* 4 &+ 3])
+                    for start in stride(from: 0, to: blocks.count, by: 64) {
+                        let block = UnsafeRawPointer(base + start)
+                        for index in 0..<16 {
+                            words[index] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: index &* 4, as: UInt32.self))
+                        }
+                        for index in 16..<64 {
+                            let w15 = words[index &- 15]
+                            let w2 = words[index &- 2]
+                            let s0 = Self.rotateRight(w15, 7) ^ Self.rotateRight(w15, 18) ^ (w15 >> 3)
+                            let s1 = Self.rotateRight(w2, 17) ^ Self.rotateRight(w2, 19) ^ (w2 >> 10)
+                            words[index] = words[index &- 16] &+ s0 &+ words[index &- 7] &+ s1
+                        }
+                        var (a, b, c, d, e, f, g, h) = (
+                            state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7]
+                        )
+                        for index in 0..<64 {
+                            let s1 = Self.rotateRight(e, 6) ^ Self.rotateRight(e, 11) ^ Self.rotateRight(e, 25)
+                            let choose = (e & f) ^ (~e & g)
+                            let temp1 = h &+ s1 &+ choose &+ constants[index] &+ words[index]
+                            let s0 = Self.rotateRight(a, 2) ^ Self.rotateRight(a, 13) ^ Self.rotateRight(a, 22)
+                            let majority = (a & b) ^ (a & c) ^ (b & c)
+                            let temp2 = s0 &+ majority
+                            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ temp2)
+                        }
+                        state[0] &+= a
+                        state[1] &+= b
+                        state[2] &+= c
+                        state[3] &+= d
+                        state[4] &+= e
+                        state[5] &+= f
+                        state[6] &+= g
+                        state[7] &+= h
                     }
-                    for index in 16..<64 {
-                        let w15 = words[index &- 15]
-                        let w2 = words[index &- 2]
-                        let s0 = Self.rotateRight(w15, 7) ^ Self.rotateRight(w15, 18) ^ (w15 >> 3)
-                        let s1 = Self.rotateRight(w2, 17) ^ Self.rotateRight(w2, 19) ^ (w2 >> 10)
-                        words[index] = words[index &- 16] &+ s0 &+ words[index &- 7] &+ s1
-                    }
-                    var (a, b, c, d, e, f, g, h) = (
-                        state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7]
-                    )
-                    for index in 0..<64 {
-                        let s1 = Self.rotateRight(e, 6) ^ Self.rotateRight(e, 11) ^ Self.rotateRight(e, 25)
-                        let choose = (e & f) ^ (~e & g)
-                        let temp1 = h &+ s1 &+ choose &+ constants[index] &+ words[index]
-                        let s0 = Self.rotateRight(a, 2) ^ Self.rotateRight(a, 13) ^ Self.rotateRight(a, 22)
-                        let majority = (a & b) ^ (a & c) ^ (b & c)
-                        let temp2 = s0 &+ majority
-                        (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ temp2)
-                    }
-                    state[0] &+= a
-                    state[1] &+= b
-                    state[2] &+= c
-                    state[3] &+= d
-                    state[4] &+= e
-                    state[5] &+= f
-                    state[6] &+= g
-                    state[7] &+= h
                 }
             }
         }

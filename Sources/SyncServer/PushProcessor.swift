@@ -42,29 +42,36 @@ struct PreparedChange: Sendable {
 /// The canonical payload hash of a change: what it does, independent of how
 /// its JSON was spelled (key order, text or base64 body).
 enum PayloadHash {
+    /// The hashed bytes are each field's UTF-8 followed by a NUL, then the
+    /// note body's bytes; the fields go into one buffer first so the hasher
+    /// is called twice, not once per field.
     static func of(_ change: Change, body: Data) -> [UInt8] {
-        var hasher = SHA256()
+        var fields: [UInt8] = []
+        fields.reserveCapacity(160 + (change.note?.title.utf8.count ?? 0) + (change.folder?.name.utf8.count ?? 0))
         func field(_ text: String) {
-            var text = text
-            text.withUTF8 { hasher.update($0) }
-            hasher.update(CollectionOfOne(UInt8(0)))
+            fields.append(contentsOf: text.utf8)
+            fields.append(0)
         }
         field(change.kind.rawValue)
         field(UUIDText.format(change.id))
         field(change.op.rawValue)
         field(change.baseVersion.map(String.init) ?? "null")
+        var hasher = SHA256()
         if let note = change.note {
             field("note")
             field(note.title)
             field(note.folderId?.description ?? "null")
             field(String(body.count))
+            hasher.update(fields)
             hasher.update(body)
+            fields.removeAll(keepingCapacity: true)
         }
         if let folder = change.folder {
             field("folder")
             field(folder.name)
             field(folder.parentId?.description ?? "null")
         }
+        hasher.update(fields)
         return hasher.finalize()
     }
 }

@@ -11,16 +11,20 @@ public struct ServerRequest: Sendable {
     /// The `Authorization` header, if any.
     public var authorization: String?
     public var body: Data
+    /// The token check made for this request before its body was read, if
+    /// any (`SyncServer.checkCredentials`).
+    public var checkedCredentials: CheckedCredentials?
 
     public init(
         method: String, path: String, query: [String: String] = [:], authorization: String? = nil,
-        body: Data = Data()
+        body: Data = Data(), checkedCredentials: CheckedCredentials? = nil
     ) {
         self.method = method
         self.path = path
         self.query = query
         self.authorization = authorization
         self.body = body
+        self.checkedCredentials = checkedCredentials
     }
 }
 

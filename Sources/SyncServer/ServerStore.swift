@@ -36,6 +36,12 @@ public protocol ServerStore: Sendable {
     /// The token with this public id, if any.
     func token(id: String) async throws -> TokenRecord?
 
+    /// `token(id:)` for a caller outside any task (libmicrohttpd's thread):
+    /// `completion` runs once, on any thread. By default it runs in a task;
+    /// a store with its own read threads answers from there, which spares
+    /// the hand-offs to and from the task pool.
+    func token(id: String, completion: @escaping @Sendable (Result<TokenRecord?, any Error>) -> Void)
+
     /// Runs `body` in one write transaction for `account` and returns its
     /// result once the commit is durable. Throwing from `body` rolls back
     /// everything it did. Implementations may commit several concurrent
@@ -145,6 +151,16 @@ public protocol ServerStore: Sendable {
 }
 
 extension ServerStore {
+    public func token(id: String, completion: @escaping @Sendable (Result<TokenRecord?, any Error>) -> Void) {
+        Task {
+            do {
+                completion(.success(try await token(id: id)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
     /// For a store no other process shares: the plain `push`, nobody to tell.
     public func push<Result: Sendable>(
         account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,

@@ -44,23 +44,6 @@ extension SyncServer {
     /// How often `watchRevocations` looks by default.
     public static let revocationCheckIntervalSeconds = 0.2
 
-    /// Checks the token of a request before its body is read. Nil when the
-    /// token is live; otherwise the response to send instead (401, or 503
-    /// when the store cannot answer).
-    public func checkCredentials(authorization: String?) async -> ServerResponse? {
-        do {
-            _ = try await authenticate(ServerRequest(method: "", path: "", authorization: authorization))
-            return nil
-        } catch {
-            let (serverError, detail) = ServerError.from(error)
-            if let detail { logger.log("error: token check: \(detail)") }
-            var response = serverError.response
-            response.logNote = serverError.parts.code.rawValue
-            metrics.record(route: Route.unknown.rawValue, status: response.status, seconds: 0)
-            return response
-        }
-    }
-
     /// The answer for a request that may not carry a body, given only its
     /// method and path: 404 for an unknown path, 405 for a wrong method,
     /// 400 for a body on a route that takes none. Nil when the route takes

@@ -150,21 +150,6 @@ public final class SyncServer: Sendable {
         }
     }
 
-    /// The account of the request's token; 401 for anything else.
-    func authenticate(_ request: ServerRequest) async throws -> AccountID {
-        guard let token = AccessToken.fromAuthorization(request.authorization),
-            let record = try await store.token(id: token.id), !record.revoked,
-            AccessToken.constantTimeEqual(token.secretHash, record.secretHash)
-        else { throw ServerError.unauthorized }
-        let now = clock.now()
-        if tokenUses.shouldRecord(token.id, at: now) {
-            // Off the request's path: a failed record costs only the last-use time.
-            let store = store
-            Task { try? await store.recordTokenUse(tokenID: token.id, at: now) }
-        }
-        return record.account
-    }
-
     /// The key clients bind their database to (`AccountKey`).
     func accountKey(_ account: AccountID) async throws -> String {
         accountKeys.key(secret: try await store.installationSecret(), account: account)

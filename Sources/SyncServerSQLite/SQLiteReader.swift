@@ -20,10 +20,17 @@ final class SQLiteReader: @unchecked Sendable {
     /// Runs `body` in a read transaction (one snapshot) on this reader's queue.
     func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(
-                    with: Result { try self.connection.readTransaction { try body(self.connection) } })
-            }
+            read(body) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// The same, handing the result to `completion` on this reader's queue.
+    func read<T: Sendable>(
+        _ body: @escaping @Sendable (Connection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        queue.async {
+            completion(Result { try self.connection.readTransaction { try body(self.connection) } })
         }
     }
 }

@@ -8,17 +8,22 @@ import SyncServer
 /// `notesfs account` does.
 extension SQLiteServerStore {
     public func token(id: String) async throws -> TokenRecord? {
-        try await read { connection in
-            try connection.queryOne(
-                """
-                SELECT t.account_id, t.secret_hash, t.revoked_at IS NOT NULL OR a.revoked_at IS NOT NULL
-                FROM tokens t JOIN accounts a ON a.account_id = t.account_id WHERE t.token_id = ?
-                """, id
-            ) { row in
-                TokenRecord(
-                    tokenID: id, account: AccountID(row.int64(0)), secretHash: Array(row.data(1)),
-                    revoked: row.bool(2))
-            }
+        try await read { connection in try Self.token(id: id, connection) }
+    }
+
+    public func token(id: String, completion: @escaping @Sendable (Result<TokenRecord?, any Error>) -> Void) {
+        read({ connection in try Self.token(id: id, connection) }, completion: completion)
+    }
+
+    private static func token(id: String, _ connection: Connection) throws -> TokenRecord? {
+        try connection.queryOne(
+            """
+            SELECT t.account_id, t.secret_hash, t.revoked_at IS NOT NULL OR a.revoked_at IS NOT NULL
+            FROM tokens t JOIN accounts a ON a.account_id = t.account_id WHERE t.token_id = ?
+            """, id
+        ) { row in
+            TokenRecord(
+                tokenID: id, account: AccountID(row.int64(0)), secretHash: Array(row.data(1)), revoked: row.bool(2))
         }
     }
 

@@ -85,6 +85,19 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
+    /// `read` for a caller outside any task: `completion` runs once, on the
+    /// reader's queue.
+    func read<T: Sendable>(
+        _ body: @escaping @Sendable (Connection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        guard !closed.load(ordering: .acquiring) else {
+            completion(.failure(ServerStoreError.unavailable("the store is closed")))
+            return
+        }
+        reader.read(body) { result in completion(result.mapError(Self.storeError)) }
+    }
+
     func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         do {
             return try await writer.write(body)
