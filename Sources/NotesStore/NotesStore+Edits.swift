@@ -14,6 +14,16 @@ extension NotesStore {
         let queued = try db.queryOne(
             "SELECT op FROM outbox WHERE entity_kind = ? AND entity_id = ? AND state = 'pending'", ref.kind, ref.idText
         ) { ChangeOperation(rawValue: $0.string(0)) } ?? nil
+        try enqueue(db, ref, operation, queued: queued, commit: &commit)
+    }
+
+    /// `enqueue` when the caller read the entity's pending operation
+    /// (`queued`, nil for none) earlier in this transaction.
+    func enqueue(
+        _ db: Connection, _ ref: EntityRef, _ operation: ChangeOperation, queued: ChangeOperation?,
+        commit: inout StoreCommit
+    ) throws {
+        commit.outboxChanged = true
         guard queued != operation else { return }
         try db.run(
             """

@@ -42,19 +42,19 @@ extension NotesStore {
             case .note(let id):
                 // One read of the row serves both paths: its body comes along
                 // only when it is small and whole (a large one is not read for
-                // a chunked write).
+                // a chunked write), and the whole row only when it is not chunked.
                 guard
-                    let (found, whole) = try NoteRow.load(
+                    let target = try KernelWriteTarget.load(
                         db, id: id, bodyUpTo: Int64(configuration.chunkedBodyThresholdBytes)),
-                    !found.deleted
+                    !target.deleted
                 else { throw StoreError.notFound(ref.description) }
                 if let result = try writeInChunks(
-                    db, id: id, extent: NoteExtent(found), offset: offset, bytes: bytes, append: append, view: view,
+                    db, id: id, target: target, offset: offset, bytes: bytes, append: append, view: view,
                     commit: &commit)
                 {
                     return result
                 }
-                guard let row = whole ? found : try NoteRow.load(db, id: id) else {
+                guard let row = try target.wholeRow ?? NoteRow.load(db, id: id) else {
                     throw StoreError.notFound(ref.description)
                 }
                 if append {
@@ -86,40 +86,15 @@ extension NotesStore {
         }
     }
 
-    /// What a chunked write needs to know of a note, without its body.
-    private struct NoteExtent {
-        var seq: Int64
-        var title: String
-        var chunkBytes: Int64
-        var size: Int64
-        var synced: Bool
-
-        init(seq: Int64, title: String, chunkBytes: Int64, size: Int64, synced: Bool) {
-            (self.seq, self.title, self.chunkBytes, self.size, self.synced) = (seq, title, chunkBytes, size, synced)
-        }
-
-        /// A live note's extent from its row (read with or without its body).
-        init(_ row: NoteRow) {
-            self.init(seq: row.seq, title: row.title, chunkBytes: row.chunkBytes, size: row.bodySize,
-                      synced: row.serverVersion != nil)
-        }
-
-        static func load(_ db: Connection, id: NoteID) throws -> NoteExtent? {
-            try db.queryOne(
-                "SELECT seq, title, chunk_bytes, body_size, server_version IS NOT NULL FROM notes WHERE id = ? AND deleted = 0",
-                id.description
-            ) { NoteExtent(seq: $0.int64(0), title: $0.string(1), chunkBytes: $0.int64(2), size: $0.int64(3), synced: $0.bool(4)) }
-        }
-    }
-
     /// A kernel write into a large note, stored in the chunks it touches (a
     /// note crossing `chunkedBodyThresholdBytes` is split into chunks first).
     /// Nil when the write takes the whole-body path: a small note or a write
     /// through a stale view, which is merged.
     private func writeInChunks(
-        _ db: Connection, id: NoteID, extent: NoteExtent, offset: Int64, bytes: Data, append: Bool, view: UInt64?,
-        commit: inout StoreCommit
+        _ db: Connection, id: NoteID, target: KernelWriteTarget, offset: Int64, bytes: Data, append: Bool,
+        view: UInt64?, commit: inout StoreCommit
     ) throws -> KernelWriteResult? {
+        let extent = target.extent
         let at = append ? extent.size : offset
         let end = at + Int64(bytes.count)
         guard extent.chunkBytes > 0 || end > Int64(configuration.chunkedBodyThresholdBytes) else { return nil }
@@ -127,7 +102,7 @@ extension NotesStore {
         guard end <= Int64(configuration.noteSizeLimitBytes) else {
             throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
         }
-        try NoteChunks.markForSearch(db, seq: extent.seq)
+        if !target.listedForSearch { try NoteChunks.markForSearch(db, seq: extent.seq) }
         var chunkBytes = extent.chunkBytes
         if chunkBytes == 0 {
             chunkBytes = Int64(max(1, configuration.bodyChunkBytes))
@@ -139,7 +114,7 @@ extension NotesStore {
         }
         let newSize = try NoteChunks.write(
             db, seq: extent.seq, chunkBytes: chunkBytes, size: extent.size, offset: at, bytes: bytes)
-        try noteChunkedEdit(db, id: id, extent: extent, newSize: newSize, commit: &commit)
+        try noteChunkedEdit(db, id: id, extent: extent, newSize: newSize, queued: target.queued, commit: &commit)
         return KernelWriteResult(size: newSize, kernelViewStale: append && offset != extent.size)
     }
 
@@ -164,11 +139,18 @@ extension NotesStore {
     }
 
     /// The bookkeeping of an edit made in chunks: size, time, revision, outbox.
+    /// `queued` is the note's pending outbox operation when the caller has
+    /// just read it in this transaction (`.some(nil)`: none is pending).
     private func noteChunkedEdit(
-        _ db: Connection, id: NoteID, extent: NoteExtent, newSize: Int64, commit: inout StoreCommit
+        _ db: Connection, id: NoteID, extent: NoteExtent, newSize: Int64, queued: ChangeOperation?? = nil,
+        commit: inout StoreCommit
     ) throws {
         try db.run(Self.chunkedEditSQL, newSize, now, newSize, extent.seq)
-        try enqueue(db, .note(id), .put, commit: &commit)
+        if let queued {
+            try enqueue(db, .note(id), .put, queued: queued, commit: &commit)
+        } else {
+            try enqueue(db, .note(id), .put, commit: &commit)
+        }
         commit.changedEntries.insert(.note(id))
         if extent.synced { commit.touchedSyncedNote = true }
     }

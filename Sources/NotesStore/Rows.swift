@@ -56,22 +56,6 @@ struct NoteRow {
         bodySize = row.int64(18)
     }
 
-    /// The note, with its body and base only when it is not chunked and its
-    /// body is at most `limit` bytes (`whole`); otherwise both read as empty.
-    static func load(_ db: Connection, id: NoteID, bodyUpTo limit: Int64) throws -> (row: NoteRow, whole: Bool)? {
-        try db.queryOne(partialSelect, id.description, limit) { row in
-            NoteRow(row: row).map { ($0, row.bool(19)) }
-        } ?? nil
-    }
-
-    private static let partialSelect = """
-        SELECT seq, id, folder_id, title, CASE WHEN chunk_bytes = 0 AND body_size <= ?2 THEN body END, created_ns,
-            updated_ns, mode, deleted, server_version, base_exists, base_title,
-            CASE WHEN chunk_bytes = 0 AND body_size <= ?2 THEN base_body END, base_folder_id, local_rev, synced_rev,
-            conflict_of, chunk_bytes, body_size, chunk_bytes = 0 AND body_size <= ?2
-        FROM notes WHERE id = ?1
-        """
-
     private static let select = "SELECT \(columns) FROM notes WHERE id = ?"
 
     /// The note with its whole body (joined from its chunks when it has them).
