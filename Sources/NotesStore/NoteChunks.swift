@@ -105,14 +105,19 @@ enum NoteChunks {
         var index = offset / chunkBytes
         while index * chunkBytes < end {
             let start = index * chunkBytes
+            let from = max(offset, start)
+            let to = min(end, start + chunkBytes)
+            let part = bytes[bytes.startIndex + Int(from - offset)..<bytes.startIndex + Int(to - offset)]
+            if index < pieces,
+                try splice(db, seq: seq, index: index, part, at: from - start, chunkBytes: chunkBytes)
+            {
+                index += 1
+                continue
+            }
             let existing = index < pieces ? try chunk(db, seq: seq, index: index) : nil
             var piece = existing ?? Data(count: Int(chunkBytes))
             if piece.count < Int(chunkBytes) { piece.count = Int(chunkBytes) }
-            let from = max(offset, start)
-            let to = min(end, start + chunkBytes)
-            piece.replaceSubrange(
-                piece.startIndex + Int(from - start)..<piece.startIndex + Int(to - start),
-                with: bytes[bytes.startIndex + Int(from - offset)..<bytes.startIndex + Int(to - offset)])
+            piece.replaceSubrange(piece.startIndex + Int(from - start)..<piece.startIndex + Int(to - start), with: part)
             try put(db, seq: seq, index: index, piece, replacing: existing != nil)
             index += 1
         }
@@ -172,6 +177,24 @@ enum NoteChunks {
             try db.run("INSERT INTO note_chunks(note_seq, idx, data) VALUES (?, ?, ?)", seq, index, piece)
         }
     }
+
+    /// Puts `part` at `start` into a piece already `chunkBytes` long, in one
+    /// statement: the piece is neither read out nor built again outside
+    /// SQLite, and at the same length its unchanged pages stay as they are.
+    /// False when the piece is shorter (a store from before the padding).
+    private static func splice(
+        _ db: Connection, seq: Int64, index: Int64, _ part: Data, at start: Int64, chunkBytes: Int64
+    ) throws -> Bool {
+        try db.run(spliceSQL, start, part, start + Int64(part.count) + 1, seq, index, chunkBytes)
+        return db.changes > 0
+    }
+
+    /// `splice`'s statement. `||` joins the bytes as they are (its result is
+    /// typed text, so it is cast back to a blob).
+    private static let spliceSQL = """
+        UPDATE note_chunks SET data = CAST(substr(data, 1, ?1) || ?2 || substr(data, ?3) AS BLOB)
+        WHERE note_seq = ?4 AND idx = ?5 AND length(data) = ?6
+        """
 
     private static func chunk(_ db: Connection, seq: Int64, index: Int64) throws -> Data? {
         try db.queryOne("SELECT data FROM note_chunks WHERE note_seq = ? AND idx = ?", seq, index) { $0.data(0) }
