@@ -165,4 +165,31 @@ import Testing
         let chunks = try store.read { db in try db.queryOne("SELECT count(*) FROM note_chunks") { $0.int(0) } ?? -1 }
         #expect(chunks == 0)
     }
+
+    @Test func aWriteIntoAShortLastPieceFromBeforeThePaddingLandsAsInAFile() throws {
+        let fixture = try fixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data())
+        var model = Data(utf8: String(repeating: "0123456789", count: 10))
+        try store.write(.note(id), offset: 0, bytes: model)
+        #expect(try chunkBytes(store, id) == 16)
+        // A store written before the padding: the last piece (bytes 96..<100) is 4 bytes long.
+        try store.write(origin: .local) { db, _ in
+            try db.run(
+                "UPDATE note_chunks SET data = substr(data, 1, 4) WHERE idx = 6 AND note_seq = (SELECT seq FROM notes WHERE id = ?)",
+                id.description)
+        }
+        // Inside that piece, and inside a full one: each lands where a file would put it.
+        for (offset, text) in [(98, "ab"), (33, "xyz")] {
+            let bytes = Data(utf8: text)
+            try store.write(.note(id), offset: Int64(offset), bytes: bytes)
+            model.replaceSubrange(offset..<offset + bytes.count, with: bytes)
+            #expect(try store.contents(of: .note(id)) == model)
+        }
+        let pieces = try store.read { db in
+            try db.query("SELECT length(data) FROM note_chunks ORDER BY idx") { $0.int(0) }
+        }
+        #expect(pieces == Array(repeating: 16, count: 7))
+    }
 }
