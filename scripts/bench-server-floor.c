@@ -33,8 +33,6 @@ static struct MHD_Response *unauthorized;
 static struct MHD_Response *pushed;
 static struct MHD_Response *empty_page;
 static struct MHD_Response *metrics;
-// Marks a push that is reading its body (its con_cls).
-static int reading_body;
 
 static void ignore_message(void *cls, const char *format, va_list arguments) {
     (void)cls;
@@ -48,25 +46,27 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
     (void)cls;
     (void)version;
     (void)upload_data;
+    // The first call has the head; the answer is chosen then (the request's
+    // con_cls) and queued once the body is read, as serve does: a reply
+    // queued from the first call would make libmicrohttpd close the
+    // connection after it.
     if (*con_cls == NULL) {
         if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0) {
-            return MHD_queue_response(connection, MHD_HTTP_OK, metrics);
+            *con_cls = metrics;
+            return MHD_YES;
         }
         const char *authorization = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization");
         if (authorization == NULL || strncmp(authorization, "Bearer ", 7) != 0 || authorization[7] == 0) {
             return MHD_queue_response(connection, MHD_HTTP_UNAUTHORIZED, unauthorized);
         }
-        if (strcmp(method, "POST") != 0) {
-            return MHD_queue_response(connection, MHD_HTTP_OK, empty_page);
-        }
-        *con_cls = &reading_body;
+        *con_cls = strcmp(method, "POST") == 0 ? pushed : empty_page;
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
         *upload_data_size = 0;
         return MHD_YES;
     }
-    return MHD_queue_response(connection, MHD_HTTP_OK, pushed);
+    return MHD_queue_response(connection, MHD_HTTP_OK, (struct MHD_Response *)*con_cls);
 }
 
 static struct MHD_Response *json_response(const char *body) {
