@@ -58,7 +58,7 @@ final class PostgresFleet: Sendable {
             global
                 maxconn 500
             defaults
-                mode http
+                mode tcp
                 timeout connect 500ms
                 timeout client 60s
                 timeout server 60s
