@@ -178,23 +178,21 @@ enum NoteChunks {
         }
     }
 
-    /// Puts `part` at `start` into a piece already `chunkBytes` long, in one
-    /// statement: the piece is neither read out nor built again outside
-    /// SQLite, and at the same length its unchanged pages stay as they are.
-    /// False when the piece is shorter (a store from before the padding).
+    /// Puts `part` at `start` into a piece already `chunkBytes` long, in
+    /// place (incremental blob I/O): the piece is neither read out nor built
+    /// again, and SQLite writes only the pages the bytes fall on. False when
+    /// the piece is missing or shorter (a store from before the padding).
     private static func splice(
         _ db: Connection, seq: Int64, index: Int64, _ part: Data, at start: Int64, chunkBytes: Int64
     ) throws -> Bool {
-        try db.run(spliceSQL, start, part, start + Int64(part.count) + 1, seq, index, chunkBytes)
-        return db.changes > 0
+        guard let rowID = try db.queryOne(pieceRowIDSQL, seq, index, map: { $0.int64(0) }) else { return false }
+        return try db.overwriteBlob(
+            table: "note_chunks", column: "data", rowID: rowID, expectedByteCount: Int(chunkBytes), at: Int(start),
+            with: part)
     }
 
-    /// `splice`'s statement. `||` joins the bytes as they are (its result is
-    /// typed text, so it is cast back to a blob).
-    private static let spliceSQL = """
-        UPDATE note_chunks SET data = CAST(substr(data, 1, ?1) || ?2 || substr(data, ?3) AS BLOB)
-        WHERE note_seq = ?4 AND idx = ?5 AND length(data) = ?6
-        """
+    /// A piece's row id, read from the (note_seq, idx) index alone.
+    private static let pieceRowIDSQL = "SELECT rowid FROM note_chunks WHERE note_seq = ? AND idx = ?"
 
     private static func chunk(_ db: Connection, seq: Int64, index: Int64) throws -> Data? {
         try db.queryOne("SELECT data FROM note_chunks WHERE note_seq = ? AND idx = ?", seq, index) { $0.data(0) }
