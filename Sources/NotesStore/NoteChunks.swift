@@ -116,16 +116,22 @@ enum NoteChunks {
         let pieces = pieceCount(size: size, chunkBytes: chunkBytes)
         var index = offset / chunkBytes
         var startedPartly = false
+        // Pieces always run without a hole from index 0: past the first
+        // missing one there is none to write into.
+        var sparesMayFollow = true
         while index * chunkBytes < end {
             let start = index * chunkBytes
             let from = max(offset, start)
             let to = min(end, start + chunkBytes)
             let part = bytes[bytes.startIndex + Int(from - offset)..<bytes.startIndex + Int(to - offset)]
             // A full piece: one in use, or a spare one past the end.
-            if try splice(db, seq: seq, index: index, part, at: from - start, chunkBytes: chunkBytes) {
+            if index < pieces || sparesMayFollow,
+                try splice(db, seq: seq, index: index, part, at: from - start, chunkBytes: chunkBytes)
+            {
                 index += 1
                 continue
             }
+            if index >= pieces { sparesMayFollow = false }
             let existing = index < pieces ? try chunk(db, seq: seq, index: index) : nil
             var piece = existing ?? Data(count: Int(chunkBytes))
             if piece.count < Int(chunkBytes) { piece.count = Int(chunkBytes) }
