@@ -181,7 +181,9 @@ enum NoteChunks {
     private static func extend(_ db: Connection, seq: Int64, chunkBytes: Int64, size: Int64, before count: Int64) throws {
         let pieces = pieceCount(size: size, chunkBytes: chunkBytes)
         guard count >= pieces else { return }
-        if pieces > 0 {
+        // Only a last piece that ends inside the text can be short: one that
+        // the text fills to its end is `chunkBytes` long in every store.
+        if pieces > 0, size % chunkBytes != 0 {
             try db.run(
                 """
                 UPDATE note_chunks SET data = data || zeroblob(? - length(data))
