@@ -18,7 +18,18 @@ import SQLiteKit
 /// allocating the piece's whole overflow chain. Stores from before the
 /// padding have a shorter last piece; every reader stops at `body_size`, and
 /// a write pads such a piece when it next touches it.
+///
+/// A write that starts a new piece and leaves part of it empty (an append
+/// in pieces smaller than a chunk) adds `sparePieces` zero pieces after it
+/// (schema 12): the next writes go into pieces that exist, in place, and
+/// the cost of growing the table (the leaf cell, the index entry, the
+/// pointer-map page, the database header) is paid once per spare run, not
+/// once per piece. Spare pieces lie past `body_size`, so they are zeros like
+/// every byte there; a cut removes them with the rest.
 enum NoteChunks {
+    /// How many zero pieces an append that starts a piece adds after it.
+    static let sparePieces: Int64 = 15
+
     /// A SQL expression for the text of a note row as the schema's triggers
     /// read it: the body, or its chunks joined whole in order (the
     /// subquery's order survives: SQLite does not flatten an ordered
@@ -95,31 +106,46 @@ enum NoteChunks {
 
     /// Writes `bytes` at `offset` into a chunked body of `size` bytes (a gap
     /// past the end reads as zeros, as in a file). Returns the new size.
+    /// Spare pieces are added only below `spareLimit` bytes (the size cap).
     static func write(
-        _ db: Connection, seq: Int64, chunkBytes: Int64, size: Int64, offset: Int64, bytes: Data
+        _ db: Connection, seq: Int64, chunkBytes: Int64, size: Int64, offset: Int64, bytes: Data, spareLimit: Int64
     ) throws -> Int64 {
         let end = offset + Int64(bytes.count)
         let newSize = max(size, end)
         try extend(db, seq: seq, chunkBytes: chunkBytes, size: size, before: offset / chunkBytes)
         let pieces = pieceCount(size: size, chunkBytes: chunkBytes)
         var index = offset / chunkBytes
+        var startedPartly = false
+        // Pieces always run without a hole from index 0: past the first
+        // missing one there is none to write into.
+        var sparesMayFollow = true
         while index * chunkBytes < end {
             let start = index * chunkBytes
             let from = max(offset, start)
             let to = min(end, start + chunkBytes)
             let part = bytes[bytes.startIndex + Int(from - offset)..<bytes.startIndex + Int(to - offset)]
-            if index < pieces,
+            // A full piece: one in use, or a spare one past the end.
+            if index < pieces || sparesMayFollow,
                 try splice(db, seq: seq, index: index, part, at: from - start, chunkBytes: chunkBytes)
             {
                 index += 1
                 continue
             }
+            if index >= pieces { sparesMayFollow = false }
             let existing = index < pieces ? try chunk(db, seq: seq, index: index) : nil
             var piece = existing ?? Data(count: Int(chunkBytes))
             if piece.count < Int(chunkBytes) { piece.count = Int(chunkBytes) }
             piece.replaceSubrange(piece.startIndex + Int(from - start)..<piece.startIndex + Int(to - start), with: part)
             try put(db, seq: seq, index: index, piece, replacing: existing != nil)
+            startedPartly = existing == nil && to < start + chunkBytes
             index += 1
+        }
+        if startedPartly {
+            var spare = index
+            while spare < index + sparePieces, spare * chunkBytes < spareLimit {
+                try db.run(addZeroPieceSQL, seq, spare, chunkBytes)
+                spare += 1
+            }
         }
         return newSize
     }
@@ -151,21 +177,27 @@ enum NoteChunks {
     /// short last piece (a store from before the padding) is padded, and
     /// missing pieces are added as zeros. Nothing to do when `count` lies
     /// inside the pieces there are (the write pads the piece it touches).
+    /// Spare pieces past the end are zeros already and stay as they are.
     private static func extend(_ db: Connection, seq: Int64, chunkBytes: Int64, size: Int64, before count: Int64) throws {
         let pieces = pieceCount(size: size, chunkBytes: chunkBytes)
         guard count >= pieces else { return }
-        if pieces > 0 {
+        // Only a last piece that ends inside the text can be short: one that
+        // the text fills to its end is `chunkBytes` long in every store.
+        if pieces > 0, size % chunkBytes != 0 {
             try db.run(
                 """
                 UPDATE note_chunks SET data = data || zeroblob(? - length(data))
                 WHERE note_seq = ? AND idx = ? AND length(data) < ?
                 """, chunkBytes, seq, pieces - 1, chunkBytes)
         }
-        let zeros = Data(count: Int(chunkBytes))
         for index in pieces..<count {
-            try put(db, seq: seq, index: index, zeros, replacing: false)
+            try db.run(addZeroPieceSQL, seq, index, chunkBytes)
         }
     }
+
+    /// Adds a piece of zeros, unless it exists (a spare piece, zeros already).
+    private static let addZeroPieceSQL =
+        "INSERT OR IGNORE INTO note_chunks(note_seq, idx, data) VALUES (?, ?, zeroblob(?))"
 
     /// An existing piece is updated in place: at the same length SQLite
     /// writes only the pages whose bytes changed, where a delete and insert
@@ -178,23 +210,21 @@ enum NoteChunks {
         }
     }
 
-    /// Puts `part` at `start` into a piece already `chunkBytes` long, in one
-    /// statement: the piece is neither read out nor built again outside
-    /// SQLite, and at the same length its unchanged pages stay as they are.
-    /// False when the piece is shorter (a store from before the padding).
+    /// Puts `part` at `start` into a piece already `chunkBytes` long, in
+    /// place (incremental blob I/O): the piece is neither read out nor built
+    /// again, and SQLite writes only the pages the bytes fall on. False when
+    /// the piece is missing or shorter (a store from before the padding).
     private static func splice(
         _ db: Connection, seq: Int64, index: Int64, _ part: Data, at start: Int64, chunkBytes: Int64
     ) throws -> Bool {
-        try db.run(spliceSQL, start, part, start + Int64(part.count) + 1, seq, index, chunkBytes)
-        return db.changes > 0
+        guard let rowID = try db.queryOne(pieceRowIDSQL, seq, index, map: { $0.int64(0) }) else { return false }
+        return try db.overwriteBlob(
+            table: "note_chunks", column: "data", rowID: rowID, expectedByteCount: Int(chunkBytes), at: Int(start),
+            with: part)
     }
 
-    /// `splice`'s statement. `||` joins the bytes as they are (its result is
-    /// typed text, so it is cast back to a blob).
-    private static let spliceSQL = """
-        UPDATE note_chunks SET data = CAST(substr(data, 1, ?1) || ?2 || substr(data, ?3) AS BLOB)
-        WHERE note_seq = ?4 AND idx = ?5 AND length(data) = ?6
-        """
+    /// A piece's row id, read from the (note_seq, idx) index alone.
+    private static let pieceRowIDSQL = "SELECT rowid FROM note_chunks WHERE note_seq = ? AND idx = ?"
 
     private static func chunk(_ db: Connection, seq: Int64, index: Int64) throws -> Data? {
         try db.queryOne("SELECT data FROM note_chunks WHERE note_seq = ? AND idx = ?", seq, index) { $0.data(0) }

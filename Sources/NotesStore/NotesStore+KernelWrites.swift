@@ -113,7 +113,8 @@ extension NotesStore {
             try NoteChunks.store(db, seq: extent.seq, body: body, chunkBytes: chunkBytes)
         }
         let newSize = try NoteChunks.write(
-            db, seq: extent.seq, chunkBytes: chunkBytes, size: extent.size, offset: at, bytes: bytes)
+            db, seq: extent.seq, chunkBytes: chunkBytes, size: extent.size, offset: at, bytes: bytes,
+            spareLimit: Int64(configuration.noteSizeLimitBytes))
         try noteChunkedEdit(db, id: id, extent: extent, newSize: newSize, queued: target.queued, commit: &commit)
         return KernelWriteResult(size: newSize, kernelViewStale: append && offset != extent.size)
     }

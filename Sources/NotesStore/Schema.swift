@@ -4,12 +4,12 @@ import SQLiteKit
 /// migrated forward on open. A newer unknown version is refused, never "fixed".
 enum Schema {
     /// The version this build writes.
-    static let currentVersion = 11
+    static let currentVersion = 12
 
     /// Steps from version n-1 to n, in order; index 0 builds version 1 from an empty file.
     static let migrations: [String] = [
         version1, version2, version3, version4, version5, version6, version7, version8, version9, version10,
-        NotesStore.version11,
+        NotesStore.version11, version12,
     ]
 
     static func migrate(_ db: Connection) throws {
@@ -30,6 +30,12 @@ enum Schema {
             try db.setUserVersion(currentVersion)
         }
     }
+
+    /// Version 12: a chunked note may keep spare pieces of zeros past its
+    /// end (see `NoteChunks.sparePieces`). No table changes; the version
+    /// keeps older builds, which would try to insert a piece that exists,
+    /// from writing into such a store.
+    private static let version12 = "SELECT 1;"
 
     /// Version 10: the trash (see `TrashTable`).
     private static let version10 = TrashTable.version10

@@ -188,8 +188,65 @@ import Testing
             #expect(try store.contents(of: .note(id)) == model)
         }
         let pieces = try store.read { db in
-            try db.query("SELECT length(data) FROM note_chunks ORDER BY idx") { $0.int(0) }
+            try db.query("SELECT length(data) FROM note_chunks WHERE idx < 7 ORDER BY idx") { $0.int(0) }
         }
         #expect(pieces == Array(repeating: 16, count: 7))
+    }
+
+    /// The pieces of a note, in order: (index, bytes).
+    func pieces(_ store: NotesStore, _ id: NoteID) throws -> [(Int64, Data)] {
+        try store.read { db in
+            try db.query(
+                "SELECT idx, data FROM note_chunks WHERE note_seq = (SELECT seq FROM notes WHERE id = ?) ORDER BY idx",
+                id.description
+            ) { ($0.int64(0), $0.data(1)) }
+        }
+    }
+
+    @Test func anAppendThatStartsAPieceAddsSparePiecesOfZerosThatLaterWritesFillAndACutRemoves() throws {
+        let fixture = try fixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data())
+        var model = Data(utf8: String(repeating: "0123456789", count: 10))
+        try store.write(.note(id), offset: 0, bytes: model)
+        // Bytes 96..<100 start piece 6; pieces 7 ..< 7 + sparePieces follow, zeros.
+        var stored = try pieces(store, id)
+        #expect(stored.map(\.0) == Array(0..<(7 + NoteChunks.sparePieces)))
+        #expect(stored.dropFirst(7).allSatisfy { $0.1 == Data(count: 16) })
+        // Appends and a write past a gap go into the spare pieces; none is added while they last.
+        for (offset, text) in [(100, "abcdefghijklmnop"), (140, "gap")] {
+            let bytes = Data(utf8: text)
+            try store.write(.note(id), offset: Int64(offset), bytes: bytes)
+            if offset > model.count { model.append(Data(count: offset - model.count)) }
+            model.append(bytes)
+            #expect(try store.contents(of: .note(id)) == model)
+        }
+        stored = try pieces(store, id)
+        #expect(stored.count == 7 + Int(NoteChunks.sparePieces))
+        #expect(try store.entry(for: .note(id))?.size == Int64(model.count))
+        // Growing by truncation reads the spare pieces' zeros; a cut removes every piece past the end.
+        try store.truncate(.note(id), to: 200)
+        model.append(Data(count: 200 - model.count))
+        #expect(try store.contents(of: .note(id)) == model)
+        try store.truncate(.note(id), to: 70)
+        #expect(try store.contents(of: .note(id)) == model.prefix(70))
+        #expect(try pieces(store, id).map(\.0) == Array(0..<5))
+    }
+
+    @Test func noSparePieceLiesPastTheSizeCap() throws {
+        var configuration = StoreConfiguration()
+        configuration.chunkedBodyThresholdBytes = 64
+        configuration.bodyChunkBytes = 16
+        configuration.noteSizeLimitBytes = 160
+        let fixture = try StoreFixture(configuration: configuration)
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try store.createNote(in: .root, title: "n", body: Data())
+        try store.write(.note(id), offset: 0, bytes: Data(repeating: 65, count: 100))
+        // The cap is 10 pieces of 16 bytes: pieces 7 to 9 are spare, none after.
+        #expect(try pieces(store, id).map(\.0) == Array(0..<10))
+        try store.write(.note(id), offset: 100, bytes: Data(repeating: 66, count: 60))
+        #expect(try store.contents(of: .note(id)) == Data(repeating: 65, count: 100) + Data(repeating: 66, count: 60))
     }
 }

@@ -228,7 +228,7 @@ import Testing
 
         for _ in 0..<2 {
             let store = try NotesStore(path: path)
-            #expect(try Connection(path: path).userVersion == 11)
+            #expect(try Connection(path: path).userVersion == Schema.currentVersion)
             // The large blob moved out; the small one stays in its row.
             #expect(try Self.storedBlobBytes(path) == Int64("ref: refs/heads/main\n".utf8.count))
             #expect(try Self.backingFiles(store).count == 1)

@@ -23,7 +23,7 @@ import Testing
         }
         try Self.downgradeToVersion10(path)
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 11)
+        #expect(try Connection(path: path).userVersion == Schema.currentVersion)
         #expect(store.trashRetentionNanoseconds == 30 * 86_400 * 1_000_000_000)
         try store.rememberServerHistory(seconds: 86_400)
         #expect(store.trashRetentionNanoseconds == 86_400 * 1_000_000_000)
@@ -36,7 +36,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let store = try NotesStore(path: path)
         #expect(try store.integrityCheck() == ["ok"])
-        #expect(try Connection(path: path).userVersion == 11)
+        #expect(try Connection(path: path).userVersion == Schema.currentVersion)
     }
 
     /// Turns a current (v6) database back into the v5 layout: no local
@@ -95,7 +95,7 @@ import Testing
         try Self.downgradeToVersion4(path)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 11)
+        #expect(try Connection(path: path).userVersion == Schema.currentVersion)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.search("old").map(\.noteID) == [id])
         try store.write(.note(id), offset: Int64(text.count), bytes: Data(utf8: "appended kangaroo\n"))
@@ -184,7 +184,7 @@ import Testing
         #expect(try old.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH 'ihdr'") { $0.int64(0) }.count == 1)
 
         let store = try NotesStore(path: path, configuration: configuration)
-        #expect(try Connection(path: path).userVersion == 11)
+        #expect(try Connection(path: path).userVersion == Schema.currentVersion)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.searchIndexIsStale())
         // The PNG's title matches; the bytes of its body are not indexed.
@@ -260,7 +260,7 @@ import Testing
         try Connection(path: path).run("UPDATE notes SET body = ? WHERE id = ?", "héllo wörld", id.description)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 11)
+        #expect(try Connection(path: path).userVersion == Schema.currentVersion)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.list(directory: .root).map(\.size) == [13])
         let plan = try Connection(path: path).query(
@@ -287,7 +287,7 @@ import Testing
         #expect(try Connection(path: path).queryOne("PRAGMA auto_vacuum") { $0.int(0) } == 0)
 
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 11)
+        #expect(try Connection(path: path).userVersion == Schema.currentVersion)
         #expect(try store.integrityCheck() == ["ok"])
         #expect(try store.historyTotal() == HistoryTotal(bytes: 30, entries: 2))
         let entries = try store.historyPage(afterSeq: 0, limit: 10)
@@ -319,7 +319,7 @@ import Testing
         defer { directory.remove() }
         let path = directory.file("notes.sqlite")
         try Connection(path: path).setUserVersion(99)
-        #expect(throws: StoreError.newerSchema(found: 99, supported: 11)) { _ = try NotesStore(path: path) }
+        #expect(throws: StoreError.newerSchema(found: 99, supported: Schema.currentVersion)) { _ = try NotesStore(path: path) }
         #expect(try Connection(path: path).userVersion == 99)
     }
 }

@@ -372,7 +372,7 @@ import Testing
         }
         try SchemaTests.downgradeToVersion9(path)
         let store = try NotesStore(path: path)
-        #expect(try Connection(path: path).userVersion == 11)
+        #expect(try Connection(path: path).userVersion == Schema.currentVersion)
         let entry = try #require(try store.trashEntries().first)
         #expect(entry.noteID == plan && entry.path == "Work/plan.md" && entry.origin == .unknown)
         #expect(try store.trashBody(entry.seq) == Data(utf8: "the plan\n"))
