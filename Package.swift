@@ -49,7 +49,9 @@ let package = Package(
         .target(name: "ProcessKit"),
         // A raw HTTP/1.1 client over loopback, shared by the load generator and the tests.
         .target(name: "LoopbackHTTP"),
-        .target(name: "NotesModel"),
+        // SHA-256's compression with the CPU's SHA instructions, for NotesModel's SHA256 when the CPU has them.
+        .target(name: "CSHA256"),
+        .target(name: "NotesModel", dependencies: ["CSHA256"]),
         .target(name: "NotesStore", dependencies: ["NotesModel", "SQLiteKit"]),
         .target(name: "SyncProtocol", dependencies: ["NotesModel", "CZlib"]),
         .target(name: "PostgresKit", dependencies: ["CPostgres"]),

@@ -1,6 +1,13 @@
-/// SHA-256 (FIPS 180-4) in plain Swift, because the toolchain on Linux has no
-/// CryptoKit. Used for name-based ids, payload hashes and token hashes.
+import CSHA256
+
+/// SHA-256 (FIPS 180-4), because the toolchain on Linux has no CryptoKit.
+/// Used for name-based ids, payload hashes and token hashes. The rounds run
+/// on the CPU's SHA instructions when it has them (`CSHA256`), else in Swift;
+/// both give the same digests (`SHA256Tests`).
 public struct SHA256: Sendable {
+    /// Whether this CPU runs the rounds with its SHA instructions.
+    public static let usesInstructions = csha256_has_instructions() == 1
+
     private static let roundConstants: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
         0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
@@ -17,8 +24,13 @@ public struct SHA256: Sendable {
     ]
     private var pending: [UInt8] = []
     private var totalBytes: UInt64 = 0
+    private let instructions: Bool
 
-    public init() {}
+    /// A hasher; `portable` runs the Swift rounds even where the CPU has SHA
+    /// instructions (for tests that compare the two).
+    public init(portable: Bool = false) {
+        instructions = !portable && Self.usesInstructions
+    }
 
     /// The digest of `bytes` in one call.
     public static func hash<Bytes: Sequence>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
@@ -84,6 +96,13 @@ public struct SHA256: Sendable {
     private mutating func compress(_ blocks: UnsafeBufferPointer<UInt8>) {
         assert(blocks.count % 64 == 0, "SHA-256 compresses whole blocks")
         guard let base = blocks.baseAddress else { return }
+        if instructions {
+            state.withUnsafeMutableBufferPointer { state in
+                guard let words = state.baseAddress else { return }
+                csha256_compress(words, base, blocks.count / 64)
+            }
+            return
+        }
         state.withUnsafeMutableBufferPointer { state in
             Self.roundConstants.withUnsafeBufferPointer { constants in
                 withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { words in

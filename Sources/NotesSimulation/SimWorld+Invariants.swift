@@ -22,8 +22,9 @@ extension SimWorld {
             ) { "folder \($0.string(0)) \($0.string(1).debugDescription) parent=\($0.optionalString(2) ?? "-")" }
             let notes = try db.query(
                 """
-                SELECT id, name, parent_id, hex(body) FROM entities
-                WHERE account_id = ? AND kind = 'note' AND deleted = 0 ORDER BY id
+                SELECT e.id, e.name, e.parent_id, hex(v.body) FROM entities e JOIN entity_versions v
+                    ON v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id AND v.version = e.version
+                WHERE e.account_id = ? AND e.kind = 'note' AND e.deleted = 0 ORDER BY e.id
                 """, account.rawValue
             ) {
                 "note \($0.string(0)) \($0.string(1).debugDescription) folder=\($0.optionalString(2) ?? "-") \($0.string(3))"
@@ -239,8 +240,11 @@ extension SimWorld {
         device.dirtyTokens = try device.tokensInDirtyNotes()
         let serverDB = try openServerReader()
         let rows = try serverDB.query(
-            "SELECT id, version, name, body, parent_id FROM entities WHERE account_id = ? AND kind = 'note' AND deleted = 0",
-            account.rawValue
+            """
+            SELECT e.id, e.version, e.name, v.body, e.parent_id FROM entities e JOIN entity_versions v
+                ON v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id AND v.version = e.version
+            WHERE e.account_id = ? AND e.kind = 'note' AND e.deleted = 0
+            """, account.rawValue
         ) { ($0.string(0), $0.int64(1), $0.string(2), $0.data(3), $0.optionalString(4)) }
         let db = try Connection(path: device.path)
         var overwritten = 0

@@ -29,6 +29,11 @@ final class GroupCommitWriter: @unchecked Sendable {
     ) throws {
         connection = try Connection(
             path: path, options: Connection.Options(mode: .readWriteCreate, synchronous: .full))
+        // Each write's savepoint keeps the pages it changes in a statement
+        // journal, which SQLite spills to a temporary file past 64 KiB: every
+        // group wrote about as many bytes there as into the write-ahead log.
+        // In memory it costs a copy per page and no system call.
+        try connection.execute("PRAGMA temp_store = MEMORY")
         try prepare(connection)
         queue = GroupCommitQueue(groupJobsMax: groupWritesMax)
         // Only the writer thread runs the check, so it may use the connection.

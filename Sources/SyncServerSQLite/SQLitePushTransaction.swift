@@ -53,38 +53,42 @@ final class SQLitePushTransaction: PushTransaction {
     func entity(_ ref: EntityRef) throws -> StoredEntity? {
         try connection.queryOne(
             """
-            SELECT \(SQLiteServerStore.entityColumns) FROM entities
-            WHERE account_id = ? AND kind = ? AND id = ?
+            SELECT \(SQLiteServerStore.currentColumns) FROM \(SQLiteServerStore.currentVersions)
+            WHERE e.account_id = ? AND e.kind = ? AND e.id = ?
             """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id), map: SQLiteServerStore.entity)
     }
 
+    /// The version's row, body and all, is written once; `entities` only
+    /// points at it (schema 6).
     func write(_ entity: StoredEntity, replacing previous: StoredEntity?) throws {
         let kind = entity.ref.kind.rawValue
         let id = UUIDText.format(entity.ref.id)
         let now = SQLiteServerStore.milliseconds(entity.updatedAt)
-        if previous != nil {
-            // Copied inside SQLite, so the old body is never read into memory.
-            try connection.run(
-                """
-                INSERT INTO entity_versions(
-                    account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device,
-                    replaced_at)
-                SELECT account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device, ?4
-                FROM entities WHERE account_id = ?1 AND kind = ?2 AND id = ?3
-                """, account.rawValue, kind, id, now)
-        }
+        let parentId = entity.parentId.map { UUIDText.format($0) }
+        let changeId = entity.changeId.description
+        let device = entity.device?.description
         try connection.run(
             """
-            INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO entity_versions(
+                account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device, replaces)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            arguments: [
+                account.rawValue, kind, id, entity.version, changeId, entity.deleted, entity.name,
+                entity.body, parentId, now, device, previous?.version,
+            ])
+        try connection.run(
+            """
+            INSERT INTO entities(account_id, kind, id, version, change_id, deleted, name, parent_id, updated_at, device)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(account_id, kind, id) DO UPDATE SET
                 version = excluded.version, change_id = excluded.change_id, deleted = excluded.deleted,
-                name = excluded.name, body = excluded.body, parent_id = excluded.parent_id,
+                name = excluded.name, parent_id = excluded.parent_id,
                 updated_at = excluded.updated_at, device = excluded.device
             """,
             arguments: [
-                account.rawValue, kind, id, entity.version, entity.changeId.description, entity.deleted, entity.name,
-                entity.body, entity.parentId.map { UUIDText.format($0) }, now, entity.device?.description,
+                account.rawValue, kind, id, entity.version, changeId, entity.deleted, entity.name, parentId, now,
+                device,
             ])
     }
 

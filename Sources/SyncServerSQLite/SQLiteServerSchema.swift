@@ -5,7 +5,7 @@ import SyncServer
 /// The SQLite server schema and its migrations (`PRAGMA user_version`).
 /// Every table is keyed by account first.
 enum SQLiteServerSchema {
-    static let currentVersion = 5
+    static let currentVersion = 6
 
     /// `now` stamps where the history of accounts that existed before
     /// version 3 starts (their older versions were never kept).
@@ -113,7 +113,52 @@ enum SQLiteServerSchema {
                     """)
                 try connection.setUserVersion(5)
             }
+            if version < 6 {
+                try migrateToVersion6(connection)
+            }
         }
+    }
+
+    /// Version 6 writes each version's body once: every version, the current
+    /// one too, is a row of `entity_versions`, written when it is pushed and
+    /// never rewritten by a push; `entities` keeps each entity's current
+    /// version without its body. A row names the version it replaced
+    /// (`replaces`), and a version was replaced when its successor was made
+    /// (the successor's `updated_at`), which is what `replaced_at` held.
+    private static func migrateToVersion6(_ connection: Connection) throws {
+        try connection.execute(
+            """
+            CREATE TABLE entity_versions_6(
+                account_id INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                change_id TEXT NOT NULL,
+                deleted INTEGER NOT NULL,
+                name TEXT NOT NULL,
+                body BLOB,
+                parent_id TEXT,
+                updated_at INTEGER NOT NULL,
+                device TEXT,
+                replaces INTEGER,
+                PRIMARY KEY(account_id, kind, id, version));
+            INSERT INTO entity_versions_6(
+                account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device)
+            SELECT account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device
+            FROM entity_versions;
+            INSERT INTO entity_versions_6(
+                account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device)
+            SELECT account_id, kind, id, version, change_id, deleted, name, body, parent_id, updated_at, device
+            FROM entities;
+            UPDATE entity_versions_6 AS w SET replaces = (
+                SELECT max(p.version) FROM entity_versions_6 p
+                WHERE p.account_id = w.account_id AND p.kind = w.kind AND p.id = w.id AND p.version < w.version);
+            DROP TABLE entity_versions;
+            ALTER TABLE entity_versions_6 RENAME TO entity_versions;
+            CREATE INDEX entity_versions_by_age ON entity_versions(account_id, updated_at) WHERE replaces IS NOT NULL;
+            ALTER TABLE entities DROP COLUMN body;
+            """)
+        try connection.setUserVersion(6)
     }
 
     static func epoch(_ connection: Connection) throws -> String {

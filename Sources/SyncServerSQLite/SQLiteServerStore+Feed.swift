@@ -13,8 +13,8 @@ extension SQLiteServerStore {
             // Sizes first, so a page of large notes is cut before its bodies are read.
             let sizes = try connection.query(
                 """
-                SELECT version, length(name) + ifnull(length(body), 0) FROM entities
-                WHERE account_id = ? AND version > ? ORDER BY version LIMIT ?
+                SELECT e.version, length(e.name) + ifnull(length(v.body), 0) FROM \(Self.currentVersions)
+                WHERE e.account_id = ? AND e.version > ? ORDER BY e.version LIMIT ?
                 """, account.rawValue, after, rowsMax + 1
             ) { row in (row.int64(0), row.int(1) + 200) }
             var last: Int64 = after
@@ -31,8 +31,8 @@ extension SQLiteServerStore {
                 ? []
                 : try connection.query(
                     """
-                    SELECT \(Self.entityColumns) FROM entities
-                    WHERE account_id = ? AND version > ? AND version <= ? ORDER BY version
+                    SELECT \(Self.currentColumns) FROM \(Self.currentVersions)
+                    WHERE e.account_id = ? AND e.version > ? AND e.version <= ? ORDER BY e.version
                     """, account.rawValue, after, last, map: Self.entity)
             return FeedRead(entities: entities, hasMore: sizes.count > count, head: head)
         }
@@ -69,8 +69,8 @@ extension SQLiteServerStore {
                 guard
                     let size = try connection.queryOne(
                         """
-                        SELECT length(name) + ifnull(length(body), 0) FROM entities
-                        WHERE account_id = ? AND kind = ? AND id = ?
+                        SELECT length(e.name) + ifnull(length(v.body), 0) FROM \(Self.currentVersions)
+                        WHERE e.account_id = ? AND e.kind = ? AND e.id = ?
                         """, arguments: key, map: { $0.int(0) + 200 })
                 else {
                     read.notFound.append(ref)
@@ -82,7 +82,10 @@ extension SQLiteServerStore {
                 }
                 bytes += size
                 if let entity = try connection.queryOne(
-                    "SELECT \(Self.entityColumns) FROM entities WHERE account_id = ? AND kind = ? AND id = ?",
+                    """
+                    SELECT \(Self.currentColumns) FROM \(Self.currentVersions)
+                    WHERE e.account_id = ? AND e.kind = ? AND e.id = ?
+                    """,
                     arguments: key, map: Self.entity)
                 {
                     read.found.append(entity)

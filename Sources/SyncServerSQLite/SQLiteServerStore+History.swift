@@ -4,24 +4,20 @@ import SQLiteKit
 import SyncProtocol
 import SyncServer
 
-/// The history of the SQLite store: `entity_versions` holds every replaced
-/// version (moved there by `SQLitePushTransaction.write`, in the push's
-/// transaction); the current version of each entity stays in `entities`.
+/// The history of the SQLite store: `entity_versions` holds every version,
+/// the current one too, each written once by `SQLitePushTransaction.write`;
+/// `entities` points at each entity's current version. A version was
+/// replaced when the row naming it in `replaces` was made (its `updated_at`).
 extension SQLiteServerStore {
     public func versions(account: AccountID, ref: EntityRef, before: Int64?, rowsMax: Int) async throws
         -> VersionsRead
     {
         try await read { connection in
             let keptSince = try Self.keptSince(connection, account: account)
-            // Lengths inside each branch: SQLite then never reads the bodies.
             var versions = try connection.query(
                 """
-                SELECT version, change_id, deleted, name, length(body), parent_id, updated_at, device FROM (
-                    SELECT version, change_id, deleted, name, body, parent_id, updated_at, device FROM entities
-                    WHERE account_id = ?1 AND kind = ?2 AND id = ?3 AND version < ?4
-                    UNION ALL
-                    SELECT version, change_id, deleted, name, body, parent_id, updated_at, device FROM entity_versions
-                    WHERE account_id = ?1 AND kind = ?2 AND id = ?3 AND version < ?4)
+                SELECT version, change_id, deleted, name, length(body), parent_id, updated_at, device
+                FROM entity_versions WHERE account_id = ?1 AND kind = ?2 AND id = ?3 AND version < ?4
                 ORDER BY version DESC LIMIT ?5
                 """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id), before ?? Int64.max, rowsMax + 1
             ) { row in try Self.versionRecord(row, ref: ref, body: nil) }
@@ -35,9 +31,6 @@ extension SQLiteServerStore {
         try await read { connection in
             try connection.queryOne(
                 """
-                SELECT version, change_id, deleted, name, length(body), parent_id, updated_at, device, body FROM entities
-                WHERE account_id = ?1 AND kind = ?2 AND id = ?3 AND version = ?4
-                UNION ALL
                 SELECT version, change_id, deleted, name, length(body), parent_id, updated_at, device, body
                 FROM entity_versions WHERE account_id = ?1 AND kind = ?2 AND id = ?3 AND version = ?4
                 """, account.rawValue, ref.kind.rawValue, UUIDText.format(ref.id), version
@@ -55,15 +48,20 @@ extension SQLiteServerStore {
             let start = after.map { ($0.kind.rawValue, UUIDText.format($0.id)) } ?? ("", "")
             // Which version each entity had at `at`: its current row (read
             // here, without the body) when that was made by then, else the
-            // replaced version in force then.
+            // replaced version in force then: made by then, and replaced
+            // (its successor made) after.
             let candidates = try connection.query(
                 """
                 SELECT e.kind, e.id, e.updated_at <= ?2, CASE WHEN e.updated_at <= ?2 THEN NULL ELSE (
-                    SELECT max(v.version) FROM entity_versions v
-                    WHERE v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id
-                        AND v.updated_at <= ?2 AND v.replaced_at > ?2) END,
-                    e.version, e.change_id, e.deleted, e.name, length(e.body), e.parent_id, e.updated_at, e.device
-                FROM entities e WHERE e.account_id = ?1 AND (e.kind, e.id) > (?3, ?4)
+                    SELECT max(p.version) FROM entity_versions p
+                    WHERE p.account_id = e.account_id AND p.kind = e.kind AND p.id = e.id AND p.version < e.version
+                        AND p.updated_at <= ?2 AND (
+                            SELECT w.updated_at FROM entity_versions w
+                            WHERE w.account_id = p.account_id AND w.kind = p.kind AND w.id = p.id
+                                AND w.version > p.version
+                            ORDER BY w.version LIMIT 1) > ?2) END,
+                    e.version, e.change_id, e.deleted, e.name, length(v.body), e.parent_id, e.updated_at, e.device
+                FROM \(Self.currentVersions) WHERE e.account_id = ?1 AND (e.kind, e.id) > (?3, ?4)
                 ORDER BY e.kind, e.id LIMIT ?5
                 """, account.rawValue, time, start.0, start.1, rowsMax + 1
             ) { row in
@@ -74,7 +72,7 @@ extension SQLiteServerStore {
                     past: row.optionalInt64(3)
                 )
             }
-            var entries: [(record: VersionRecord, fromHistory: Bool)] = []
+            var entries: [VersionRecord] = []
             var last: EntityRef?
             var bytes = 0
             var cut = false
@@ -94,12 +92,12 @@ extension SQLiteServerStore {
                         break
                     }
                     bytes += estimate
-                    entries.append((found, candidate.current == nil))
+                    entries.append(found)
                 }
                 last = candidate.ref
             }
             let records = try entries.map { entry in
-                var record = entry.record
+                var record = entry
                 if bodies, record.ref.kind == .note {
                     record.body = try Self.body(connection, account: account, entry)
                 }
@@ -112,7 +110,10 @@ extension SQLiteServerStore {
 
     public func historyAccounts() async throws -> [AccountID] {
         try await read { connection in
-            try connection.query("SELECT DISTINCT account_id FROM entity_versions ORDER BY account_id") { row in
+            // Accounts with a replaced version: one that a later row names.
+            try connection.query(
+                "SELECT DISTINCT account_id FROM entity_versions WHERE replaces IS NOT NULL ORDER BY account_id"
+            ) { row in
                 AccountID(row.int64(0))
             }
         }
@@ -123,25 +124,30 @@ extension SQLiteServerStore {
     {
         let id = account.rawValue
         let cutoff = Self.milliseconds(replacedBefore)
-        // Versions replaced before the period, found by the (account, replaced_at) index.
+        // Versions replaced before the period, found through their successors
+        // by the (account, updated_at) index of rows that name a predecessor.
         var report = try await write { connection in
             let expired = try connection.query(
                 """
-                SELECT rowid, length(name) + ifnull(length(body), 0), replaced_at FROM entity_versions
-                WHERE account_id = ? AND replaced_at < ? ORDER BY replaced_at LIMIT ?
+                SELECT \(Self.trimmableColumns) FROM \(Self.replacedVersions)
+                WHERE w.account_id = ? AND w.replaces IS NOT NULL AND w.updated_at < ? ORDER BY w.updated_at LIMIT ?
                 """, id, cutoff, versionsMax, map: Self.trimmable)
             return try Self.remove(expired, account: id, connection)
         }
         guard report.versions < versionsMax else { return report }
         // Weighed on a read connection: the writer, and every push, never waits on the sums.
         let (live, held) = try await read { connection in
-            let live = try connection.queryOne(
-                "SELECT ifnull(sum(length(name) + ifnull(length(body), 0)), 0) FROM entities WHERE account_id = ? AND deleted = 0",
-                id, map: { $0.int64(0) })
-            let held = try connection.queryOne(
+            // Held: every version but the current ones.
+            let current = try connection.queryOne(
+                """
+                SELECT ifnull(sum(CASE WHEN e.deleted = 0 THEN length(e.name) + ifnull(length(v.body), 0) END), 0),
+                    ifnull(sum(length(e.name) + ifnull(length(v.body), 0)), 0)
+                FROM \(Self.currentVersions) WHERE e.account_id = ?
+                """, id, map: { (live: $0.int64(0), all: $0.int64(1)) })
+            let total = try connection.queryOne(
                 "SELECT ifnull(sum(length(name) + ifnull(length(body), 0)), 0) FROM entity_versions WHERE account_id = ?",
                 id, map: { $0.int64(0) })
-            return (live ?? 0, held ?? 0)
+            return (current?.live ?? 0, (total ?? 0) - (current?.all ?? 0))
         }
         let excess = held - budget.bytesMax(liveBytes: live)
         guard excess > 0 else {
@@ -153,15 +159,15 @@ extension SQLiteServerStore {
             // Oldest first; never the last text of a note deleted now.
             let oldest = try connection.query(
                 """
-                SELECT v.rowid, length(v.name) + ifnull(length(v.body), 0), v.replaced_at FROM entity_versions v
-                WHERE v.account_id = ?1 AND NOT (
-                    v.deleted = 0
+                SELECT \(Self.trimmableColumns) FROM \(Self.replacedVersions)
+                WHERE w.account_id = ?1 AND w.replaces IS NOT NULL AND NOT (
+                    p.deleted = 0
                     AND EXISTS (SELECT 1 FROM entities e
-                        WHERE e.account_id = v.account_id AND e.kind = v.kind AND e.id = v.id AND e.deleted = 1)
-                    AND NOT EXISTS (SELECT 1 FROM entity_versions w
-                        WHERE w.account_id = v.account_id AND w.kind = v.kind AND w.id = v.id
-                            AND w.version > v.version AND w.deleted = 0))
-                ORDER BY v.replaced_at, v.version LIMIT ?2
+                        WHERE e.account_id = p.account_id AND e.kind = p.kind AND e.id = p.id AND e.deleted = 1)
+                    AND NOT EXISTS (SELECT 1 FROM entity_versions x
+                        WHERE x.account_id = p.account_id AND x.kind = p.kind AND x.id = p.id
+                            AND x.version > p.version AND x.deleted = 0))
+                ORDER BY w.updated_at, p.version LIMIT ?2
                 """, id, room, map: Self.trimmable)
             var left = excess
             var chosen: [Trimmable] = []
@@ -179,20 +185,30 @@ extension SQLiteServerStore {
         return report
     }
 
-    /// A history row trimming may remove.
-    typealias Trimmable = (rowid: Int64, size: Int64, replacedAt: Int64)
+    /// A history row trimming may remove, and the row of its successor.
+    typealias Trimmable = (rowid: Int64, size: Int64, replacedAt: Int64, successor: Int64)
+
+    /// Each replaced version `p` with its successor `w`, the row naming it.
+    private static let replacedVersions = """
+        entity_versions w JOIN entity_versions p
+            ON p.account_id = w.account_id AND p.kind = w.kind AND p.id = w.id AND p.version = w.replaces
+        """
+    private static let trimmableColumns = "p.rowid, length(p.name) + ifnull(length(p.body), 0), w.updated_at, w.rowid"
 
     private static func trimmable(_ row: Row) -> Trimmable {
-        (rowid: row.int64(0), size: row.int64(1), replacedAt: row.int64(2))
+        (rowid: row.int64(0), size: row.int64(1), replacedAt: row.int64(2), successor: row.int64(3))
     }
 
-    /// Deletes `rows` and moves the account's `history_since` past them.
+    /// Deletes `rows` and moves the account's `history_since` past them. Their
+    /// successors then name no predecessor, so the age index keeps only rows
+    /// whose predecessor is still there.
     private static func remove(_ rows: [Trimmable], account: Int64, _ connection: Connection) throws
         -> HistoryTrimReport
     {
         var report = HistoryTrimReport(done: false)
         for row in rows {
             try connection.run("DELETE FROM entity_versions WHERE rowid = ?", row.rowid)
+            try connection.run("UPDATE entity_versions SET replaces = NULL WHERE rowid = ?", row.successor)
             report.versions += 1
             report.bytes += row.size
         }
@@ -225,16 +241,12 @@ extension SQLiteServerStore {
         ) { row in try versionRecord(row, ref: ref, body: nil) }
     }
 
-    private static func body(
-        _ connection: Connection, account: AccountID, _ entry: (record: VersionRecord, fromHistory: Bool)
-    ) throws -> Data {
+    private static func body(_ connection: Connection, account: AccountID, _ record: VersionRecord) throws -> Data {
         let key: [any SQLBindable] = [
-            account.rawValue, entry.record.ref.kind.rawValue, UUIDText.format(entry.record.ref.id),
-            entry.record.version,
+            account.rawValue, record.ref.kind.rawValue, UUIDText.format(record.ref.id), record.version,
         ]
-        let table = entry.fromHistory ? "entity_versions" : "entities"
         return try connection.queryOne(
-            "SELECT body FROM \(table) WHERE account_id = ? AND kind = ? AND id = ? AND version = ?",
+            "SELECT body FROM entity_versions WHERE account_id = ? AND kind = ? AND id = ? AND version = ?",
             arguments: key, map: { $0.data(0) }) ?? Data()
     }
 

@@ -15,14 +15,16 @@ extension SQLiteServerStore {
                     SELECT max(version) FROM entities e
                     WHERE e.account_id = accounts.account_id AND e.deleted = 1 AND e.updated_at < ?), 0))
                 """, cutoff)
-            // The history of a removed tombstone goes with it: a tree before
-            // the deletion is no longer whole.
+            // The history of a removed tombstone goes with it (every version,
+            // the tombstone's own row too): a tree before the deletion is no
+            // longer whole from the latest replacement on.
             try connection.run(
                 """
                 UPDATE accounts SET history_since = max(history_since, ifnull((
-                    SELECT max(v.replaced_at) FROM entities e JOIN entity_versions v
-                        ON v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id
-                    WHERE e.account_id = accounts.account_id AND e.deleted = 1 AND e.updated_at < ?), 0))
+                    SELECT max(w.updated_at) FROM entities e JOIN entity_versions w
+                        ON w.account_id = e.account_id AND w.kind = e.kind AND w.id = e.id
+                    WHERE e.account_id = accounts.account_id AND e.deleted = 1 AND e.updated_at < ?
+                        AND w.replaces IS NOT NULL), 0))
                 """, cutoff)
             try connection.run(
                 """

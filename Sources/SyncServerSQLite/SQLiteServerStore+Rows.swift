@@ -6,7 +6,15 @@ import SyncServer
 
 /// Rows read back into records, shared by the store's reads and the push.
 extension SQLiteServerStore {
-    static let entityColumns = "kind, id, version, change_id, deleted, name, body, parent_id, updated_at"
+    /// Each entity's current row with its version's body (schema 6 keeps
+    /// bodies only in `entity_versions`); read with `currentColumns`.
+    static let currentVersions = """
+        entities e JOIN entity_versions v
+            ON v.account_id = e.account_id AND v.kind = e.kind AND v.id = e.id AND v.version = e.version
+        """
+    /// The columns `entity(_:)` reads, from `currentVersions`.
+    static let currentColumns =
+        "e.kind, e.id, e.version, e.change_id, e.deleted, e.name, v.body, e.parent_id, e.updated_at"
 
     static func entity(_ row: Row) throws -> StoredEntity {
         guard let changeId = ChangeID(row.string(3)) else {

@@ -14,6 +14,28 @@ import Testing
     ])
     func knownVectorsHashCorrectly(input: String, expected: String) {
         #expect(SHA256.hexHash(Array(input.utf8)) == expected)
+        var portable = SHA256(portable: true)
+        portable.update(Array(input.utf8))
+        #expect(portable.finalize().map { String(format: "%02x", $0) }.joined() == expected)
+    }
+
+    /// The CPU's SHA instructions are used where /proc/cpuinfo lists them,
+    /// and give the Swift rounds' digest for every length around the block
+    /// boundaries and for long messages.
+    @Test func theInstructionsAndTheSwiftRoundsAgree() throws {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let listed = cpuinfo.split(separator: "\n").contains { $0.hasPrefix("flags") && $0.split(separator: " ").contains("sha_ni") }
+        #expect(SHA256.usesInstructions == listed)
+        let seed = Seeds.one(5)
+        var generator = SplitMix64(seed: seed)
+        let message = (0..<5_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for length in Array(0...200) + [1_023, 1_024, 2_048, 4_097, 5_000] {
+            var fast = SHA256()
+            var portable = SHA256(portable: true)
+            fast.update(message[0..<length])
+            portable.update(message[0..<length])
+            #expect(fast.finalize() == portable.finalize(), "length \(length), \(Seeds.describe(seed))")
+        }
     }
 
     @Test func aMillionBytesHashCorrectly() {

@@ -189,7 +189,10 @@ import Testing
             ALTER TABLE accounts DROP COLUMN history_since;
             """
         if factory.name == StoreFactory.sqlite.name {
-            let connection = try Connection(path: SQLiteServerStore.databasePath(inDirectory: directory.path))
+            let path = SQLiteServerStore.databasePath(inDirectory: directory.path)
+            // Version 6's bodies go back into `entities` first.
+            try SQLiteBodiesOnceTests.downgradeToVersion5(path)
+            let connection = try Connection(path: path)
             try connection.execute(script + "PRAGMA user_version = 2;")
         } else {
             let connection = try PostgresConnection(
