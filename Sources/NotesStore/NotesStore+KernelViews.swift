@@ -76,6 +76,19 @@ extension NotesStore {
         }
         let time = now
         var session = kernelViews.session(of: row.id, now: time)
+        if let open = session, let stored = open.stored, stored != row.body,
+            case .current = kernelViews.judge(row.id, view: view)
+        {
+            // The note changed after the session's last write (a pull, a
+            // merge), and this writer's view includes that change: it is not
+            // the session's writer, who cannot have seen it (that one's view
+            // is its open, older), but another program writing where the
+            // current text put it. Spliced into the session's text instead,
+            // its bytes would land inside lines that text holds elsewhere.
+            kernelViews.setSession(nil, of: row.id)
+            kernelViews.forget(row.id)
+            return nil
+        }
         if session == nil {
             switch kernelViews.judge(row.id, view: view) {
             case .current:

@@ -142,4 +142,35 @@ import Testing
         let shown = try texts(store)
         #expect(shown == ["a\nc\nx\n"], "the removed line stays removed, the written one lands at the end: \(shown)")
     }
+
+    /// A program rewrote the note through a view older than a pull (its save
+    /// was merged); then another pull removed a line, and a second program
+    /// learned the new size and wrote at its end. That write is not a piece of
+    /// the first program's save: it lands at the end of the text it learned,
+    /// not inside the first program's longer text.
+    @Test func aWriteAtTheLearnedEndIsNotTakenIntoAnotherProgramsSaveThroughAStaleView() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, "a\nbbbbbbbb\nc\n")
+        let mount = UnmountedFileSystem(tree: store.tree, skipsOpens: false)
+        defer { mount.close() }
+        let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
+        let saver = try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: O_RDWR)) }.handle
+        _ = try mount.request { try $0.read(inode: inode, handle: saver, offset: 0, count: 4096) }
+        try pull(store, id, "a\nbbbbbbbb\nc\nd\n", version: 2)
+        _ = try mount.request {
+            try $0.setAttributes(inode: inode, changes: AttributeChanges(size: 0), handle: saver)
+        }
+        try write(mount, inode, handle: saver, at: 0, "a\nbbbbbbbb\nmine\n")
+        #expect(try texts(store) == ["a\nbbbbbbbb\nmine\nd\n"], "the save merged with the pulled line")
+        for change in try store.freezeBatch() { try store.settle(change.changeID, outcome: .applied(version: 3)) }
+        try pull(store, id, "a\nmine\nd\n", version: 4)
+        let appender = try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: O_WRONLY)) }.handle
+        let size = try mount.request { try $0.getAttributes(inode: inode, handle: appender) }.attributes.size
+        #expect(size == 9)
+        try write(mount, inode, handle: appender, at: Int64(size), "x\n")
+        let shown = try texts(store)
+        #expect(shown == ["a\nmine\nd\nx\n"], "every line once, the new one at the end: \(shown)")
+    }
 }
