@@ -80,16 +80,13 @@ final class DaemonContext: Sendable {
     }
 
     /// Runs the handler off libmicrohttpd's thread; the connection stays
-    /// suspended (holding no worker) until the response is ready, and is
-    /// resumed from wherever the handler answers (a push: the store's
-    /// writer thread, right after its commit). Call only after
-    /// `claimHandler()` returned true.
+    /// suspended (holding no worker) until the response is ready. Call
+    /// only after `claimHandler()` returned true.
     func handle(_ request: ServerRequest, for context: RequestContext, resuming connection: ConnectionHandle) {
         Task {
-            await server.handle(request) { [self] response in
-                context.finish(response, resuming: connection)
-                handling.subtract(1, ordering: .sequentiallyConsistent)
-            }
+            let response = await server.handle(request)
+            context.finish(response, resuming: connection)
+            handling.subtract(1, ordering: .sequentiallyConsistent)
         }
     }
 

@@ -87,10 +87,6 @@ final class RequestContext: Sendable {
     func append(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Bool {
         state.withLock { state in
             guard state.body.count + bytes.count <= limit else { return false }
-            if state.body.isEmpty, let declaredLength, declaredLength > bytes.count, declaredLength <= limit {
-                // The whole body in one allocation, not one per doubling.
-                state.body.reserveCapacity(declaredLength)
-            }
             state.body.append(contentsOf: bytes)
             return true
         }

@@ -86,34 +86,24 @@ package final class GroupCommitQueue<Work>: @unchecked Sendable {
     /// error). Fails with `unavailable` once the queue is stopped.
     package func submit<T: Sendable>(_ makeWork: (JobResult<T>) -> Work) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            submit(makeWork) { continuation.resume(with: $0) }
-        }
-    }
-
-    /// `submit`, answering through `completion` instead: on the writer
-    /// thread right after the group's outcome is known (before the next
-    /// group starts), or on the caller's thread when the queue is stopped.
-    /// Keep `completion` short: the writer thread runs it.
-    package func submit<T: Sendable>(
-        _ makeWork: (JobResult<T>) -> Work, completion: @escaping @Sendable (Result<T, any Error>) -> Void
-    ) {
-        let result = JobResult<T>()
-        let job = Job(work: makeWork(result)) { groupError in
-            if let groupError {
-                completion(.failure(groupError))
-            } else {
-                completion(result.value)
+            let result = JobResult<T>()
+            let job = Job(work: makeWork(result)) { groupError in
+                if let groupError {
+                    continuation.resume(throwing: groupError)
+                } else {
+                    continuation.resume(with: result.value)
+                }
             }
-        }
-        condition.lock()
-        guard !stopped else {
+            condition.lock()
+            guard !stopped else {
+                condition.unlock()
+                continuation.resume(throwing: ServerStoreError.unavailable("the store is closed"))
+                return
+            }
+            pending.append(job)
+            condition.signal()
             condition.unlock()
-            completion(.failure(ServerStoreError.unavailable("the store is closed")))
-            return
         }
-        pending.append(job)
-        condition.signal()
-        condition.unlock()
     }
 
     /// Runs the jobs already queued, then stops the writer threads. Later

@@ -59,16 +59,6 @@ public protocol ServerStore: Sendable {
         _ body: @escaping @Sendable (any PushTransaction) throws -> Result
     ) async throws -> Result
 
-    /// `push(account:ownChanges:_:)` for a caller that answers without
-    /// waiting in a task: `completion` runs once, on any thread, after the
-    /// commit is durable (or with the error). By default it runs in a task;
-    /// a store with its own writer thread answers from there, right after
-    /// the commit, which spares a hand-off to the task pool per push.
-    func push<Result: Sendable>(
-        account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,
-        _ body: @escaping @Sendable (any PushTransaction) throws -> Result,
-        completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void)
-
     /// Entities of `account` whose version is above `after`, oldest first: at
     /// most `rowsMax` rows and about `bytesMax` bytes, at least one row when
     /// there is any. Read in one snapshot together with the head.
@@ -165,20 +155,6 @@ extension ServerStore {
         Task {
             do {
                 completion(.success(try await token(id: id)))
-            } catch {
-                completion(.failure(error))
-            }
-        }
-    }
-
-    public func push<Result: Sendable>(
-        account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,
-        _ body: @escaping @Sendable (any PushTransaction) throws -> Result,
-        completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void
-    ) {
-        Task {
-            do {
-                completion(.success(try await push(account: account, ownChanges: ownChanges, body)))
             } catch {
                 completion(.failure(error))
             }

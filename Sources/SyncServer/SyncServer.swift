@@ -101,44 +101,10 @@ public final class SyncServer: Sendable {
     public func handle(_ request: ServerRequest) async -> ServerResponse {
         let started = ContinuousClock.now
         let route = Route(path: request.path)
-        do {
-            return answered(.success(try await dispatch(route, request)), request, route, started)
-        } catch {
-            return answered(.failure(error), request, route, started)
-        }
-    }
-
-    /// `handle`, answering through `reply`, once, on any thread: a push is
-    /// answered from the store's writer thread right after its commit when
-    /// the store has one, with no hand-off back to a task. Keep `reply`
-    /// short.
-    public func handle(_ request: ServerRequest, reply: @escaping @Sendable (ServerResponse) -> Void) async {
-        let started = ContinuousClock.now
-        let route = Route(path: request.path)
-        let answer: @Sendable (Result<ServerResponse, any Error>) -> Void = { [self] result in
-            reply(answered(result, request, route, started))
-        }
-        do {
-            guard route == .push else { return answer(.success(try await dispatch(route, request))) }
-            try checkRoute(route, request)
-            let push = try await preparePush(request, account: try await authenticate(request))
-            submit(push, completion: answer)
-        } catch {
-            answer(.failure(error))
-        }
-    }
-
-    /// The response for a handler's outcome (an error becomes its error
-    /// response), with the request's metrics recorded.
-    private func answered(
-        _ outcome: Result<ServerResponse, any Error>, _ request: ServerRequest, _ route: Route,
-        _ started: ContinuousClock.Instant
-    ) -> ServerResponse {
         var response: ServerResponse
-        switch outcome {
-        case .success(let made):
-            response = made
-        case .failure(let error):
+        do {
+            response = try await dispatch(route, request)
+        } catch {
             let (serverError, detail) = ServerError.from(error)
             response = serverError.response
             response.logNote = serverError.parts.code.rawValue
@@ -152,18 +118,12 @@ public final class SyncServer: Sendable {
         return response
     }
 
-    /// Refuses a request its route does not take: an unknown path, another
-    /// method, an unknown query parameter.
-    private func checkRoute(_ route: Route, _ request: ServerRequest) throws {
+    private func dispatch(_ route: Route, _ request: ServerRequest) async throws -> ServerResponse {
         guard route != .unknown else { throw ServerError.notFound(String(request.path.prefix(100))) }
         guard request.method == route.method else { throw ServerError.methodNotAllowed(route.method) }
         for name in request.query.keys where !route.queryParameters.contains(name) {
             throw ServerError.badRequest("unknown query parameter '\(name.prefix(40))'")
         }
-    }
-
-    private func dispatch(_ route: Route, _ request: ServerRequest) async throws -> ServerResponse {
-        try checkRoute(route, request)
         switch route {
         case .healthz:
             return ServerResponse(status: 200, contentType: "application/json", body: Data(#"{"status":"ok"}"#.utf8))
@@ -172,10 +132,7 @@ public final class SyncServer: Sendable {
             let text = metrics.render(longPollsHeld: notifier.waitingCount, accounts: accounts)
             return ServerResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Data(text.utf8))
         case .push:
-            let push = try await preparePush(request, account: try await authenticate(request))
-            return try await withCheckedThrowingContinuation { continuation in
-                submit(push) { continuation.resume(with: $0) }
-            }
+            return try await push(request, account: try await authenticate(request))
         case .changes:
             return try await changes(request, account: try await authenticate(request))
         case .index:
@@ -196,6 +153,97 @@ public final class SyncServer: Sendable {
     /// The key clients bind their database to (`AccountKey`).
     func accountKey(_ account: AccountID) async throws -> String {
         accountKeys.key(secret: try await store.installationSecret(), account: account)
+    }
+
+    // MARK: Push
+
+    private func push(_ request: ServerRequest, account: AccountID) async throws -> ServerResponse {
+        let push = try decodePush(request.body)
+        guard push.changes.count <= limits.pushChangesMax else {
+            throw ServerError.tooManyChanges(
+                "\(push.changes.count) changes in one push; at most \(limits.pushChangesMax)")
+        }
+        var changeIds = Set<ChangeID>()
+        var refs = Set<EntityRef>()
+        for change in push.changes {
+            guard changeIds.insert(change.changeId).inserted else {
+                throw ServerError.badRequest("change id \(change.changeId) appears twice in one push")
+            }
+            guard refs.insert(change.ref).inserted else {
+                throw ServerError.badRequest("\(change.ref) has more than one change in one push")
+            }
+        }
+        if let name = push.deviceName, !PushRequest.isValidDeviceName(name) {
+            throw ServerError.badRequest(
+                "deviceName must be 1 to \(PushRequest.deviceNameBytesMax) bytes of UTF-8 without control characters")
+        }
+        let prepared = try push.changes.map { change throws(ServerError) in try PreparedChange(change, limits: limits) }
+        let payloadBytes = prepared.reduce(0) { total, change in
+            change.refusal?.reason == .noteTooLarge ? total : total + change.body.count + change.change.payloadNameBytes
+        }
+        if prepared.count > 1 && payloadBytes > limits.pushPayloadBytesMax {
+            throw ServerError.pushTooLarge(
+                "\(payloadBytes) payload bytes in one push of several changes; at most \(limits.pushPayloadBytesMax)")
+        }
+        // A cursor the server could never have made is the client's bug, not a
+        // restored server: 400, so the client does not start a full resync.
+        if let cursor = push.cursor, cursor.epoch == nil || cursor.counter == nil {
+            throw ServerError.badRequest("cursor is not a cursor this server made (expected <epoch>.<counter>)")
+        }
+        let epoch = try await store.epoch()
+        if let cursor = push.cursor, cursor.epoch != epoch {
+            // The bases of these changes may be versions from a history this
+            // server lost (it was restored): the client resyncs first.
+            throw ServerError.cursorGone("the cursor is from another server epoch (a restored or replaced server)")
+        }
+        let now = clock.now()
+        // A client with no cursor has seen nothing: it stands at 0.
+        let clientCounter = push.cursor?.counter ?? 0
+        let device = push.device
+        // Other processes hear the stretch with the commit and skip it for this device's polls too.
+        let own: @Sendable (PushProcessor.Outcome) -> OwnChanges? = { outcome in
+            guard let head = outcome.caughtUp, head > clientCounter else { return nil }
+            return OwnChanges(device: device, epoch: epoch, from: clientCounter, to: head)
+        }
+        let outcome = try await store.push(account: account, ownChanges: own) { transaction in
+            try PushProcessor.apply(prepared, in: transaction, device: device, now: now, clientCounter: clientCounter)
+        }
+        if let name = push.deviceName {
+            // After the changes: a push that fails changes nothing, its name included.
+            try await store.recordDeviceName(account: account, device: device, name: name, at: now)
+        }
+        let ownStretch = own(outcome)
+        if let own = ownStretch {
+            // Before waking polls: this device's own poll sleeps through its push.
+            ownChanges.record(account: account, device: device, epoch: epoch, from: own.from, to: own.to)
+        }
+        if outcome.tally.replayed > 0 {
+            // A remembered answer: the commit it answers may never have been
+            // announced (its process died first). Announced now, as a push.
+            heads.forget(account)
+            (store as? any CommitReporting)?.announceCommit(RemoteCommit(account: account, own: ownStretch))
+        }
+        if outcome.tally.applied + outcome.tally.replayed > 0 { notifier.notify(account) }
+        metrics.record(outcome.tally)
+        var body = Data(#"{"results":["#.utf8)
+        for (index, result) in outcome.results.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(result)
+        }
+        // The epoch is the server's own letters, digits and dashes: no escaping.
+        body.append(contentsOf: Array(#"],"startCursor":"\#(SyncCursor(epoch: epoch, counter: 0).rawValue)""#.utf8))
+        if let head = outcome.caughtUp {
+            body.append(contentsOf: Array(#","nextCursor":"\#(SyncCursor(epoch: epoch, counter: head).rawValue)""#.utf8))
+        }
+        // The key is lowercase hex: no escaping.
+        body.append(contentsOf: Array(#","account":"\#(try await accountKey(account))"}"#.utf8))
+        let tally = outcome.tally
+        return ServerResponse(
+            status: 200, contentType: "application/json", body: body,
+            logNote:
+                "account=\(account) device=\(push.device) applied=\(tally.applied) conflict=\(tally.conflicts) "
+                + "refused=\(tally.refused) replayed=\(tally.replayed)"
+                + (push.deviceName.map { " name=" + LogText.escaped($0, limit: PushRequest.deviceNameBytesMax) } ?? ""))
     }
 
     // MARK: Index and fetch

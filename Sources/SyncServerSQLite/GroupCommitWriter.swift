@@ -54,18 +54,6 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
     }
 
-    /// `write`, answering through `completion` on the writer thread right
-    /// after the group's commit (or its failure), so the caller's reply needs
-    /// no hop back to a task.
-    func write<T: Sendable>(
-        _ body: @escaping @Sendable (Connection) throws -> T,
-        completion: @escaping @Sendable (Result<T, any Error>) -> Void
-    ) {
-        queue.submit({ result in
-            { connection in result.value = Result { try connection.transaction { try body(connection) } } }
-        }, completion: completion)
-    }
-
     /// Runs the writes already queued, then stops the thread. Later writes fail.
     func stop() {
         queue.stop()

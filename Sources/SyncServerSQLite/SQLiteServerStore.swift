@@ -158,21 +158,6 @@ public final class SQLiteServerStore: ServerStore {
         }
     }
 
-    public func push<Result: Sendable>(
-        account: AccountID, ownChanges: @escaping @Sendable (Result) -> OwnChanges?,
-        _ body: @escaping @Sendable (any PushTransaction) throws -> Result,
-        completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void
-    ) {
-        writer.write({ connection in
-            try body(SQLitePushTransaction(connection: connection, account: account))
-        }) { [commitReports] result in
-            // Before the answer, as `push` does: also when it failed (a
-            // commit whose outcome is unknown may have happened).
-            commitReports.report(.local(account))
-            completion(result.mapError(Self.storeError))
-        }
-    }
-
     public func close() async {
         closed.store(true, ordering: .releasing)
         writer.stop()
