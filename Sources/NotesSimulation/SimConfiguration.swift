@@ -36,6 +36,11 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// current text, which the kernel cuts at the old size it still holds: a
     /// program reads a text that never existed (SimKernel.swift).
     case readsIgnoreKernelView
+    /// A save through a stale view takes every kernel write within its
+    /// second, wherever it falls (`StoreConfiguration.staleSaveTakesWrite`):
+    /// another program's line at the merged text's end is spliced into the
+    /// saving program's own text, as it once was.
+    case staleSaveTakesEveryWrite
     /// The scheduler's debounce never ends: a local change starts no run by
     /// itself (SimWorld+Scheduler.swift).
     case debounceNeverFires

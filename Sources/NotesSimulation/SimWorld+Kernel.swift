@@ -16,6 +16,8 @@ struct SimKernelState {
     /// Draws for scenarios added after the world's stream was fixed, kept
     /// apart so that runs which never reach them replay as before.
     var scenarioRandom: SimRandom?
+    /// Draws for `writeAtTheEndRightAfterASave`, apart from the others for the same reason.
+    var afterSaveRandom: SimRandom?
 }
 
 // Programs writing through a simulated kernel (SimKernel) in front of each
@@ -167,6 +169,35 @@ extension SimWorld {
         kernel.deliverAllNotifications()
     }
 
+    /// Sometimes (drawn from a stream of its own) another program opens the
+    /// note a rewrite just saved, `fstat`s and writes a line at that end in
+    /// the same instant. When the save was merged with a change its program
+    /// had not seen, the size is the merged text's, and the line belongs at
+    /// its end, not at that offset into the saving program's own text.
+    private func writeAtTheEndRightAfterASave(_ device: SimDevice, _ kernel: SimKernel, _ saved: SimKernel.Descriptor)
+        throws
+    {
+        var random = kernelState.afterSaveRandom ?? SimRandom(seed: seed ^ 0x4146_5445_5253_4156)
+        defer { kernelState.afterSaveRandom = random }
+        guard random.chance(0.6) else { return }
+        let items = try tree(device.store)
+        guard let note = items.first(where: { saved.refs.contains($0.ref) }),
+            let path = Self.kernelPath(of: note, in: items)
+        else { return }
+        count(.kernelLateWrite)
+        let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: step)
+        let end: Int64
+        do {
+            end = try kernel.size(descriptor)
+        } catch {
+            kernel.close(descriptor)
+            throw error
+        }
+        kernel.setPlan(descriptor, .writeAt(end))
+        trace("\(device.name) kernel: right after the save, open \(path.joined(separator: "/")), fstat says \(end), writes there")
+        try finishKernelWrite(device, kernel, descriptor)
+    }
+
     /// A draw from the scenarios' own stream (see `SimKernelState.scenarioRandom`).
     private func scenarioChance(_ probability: Double) -> Bool {
         var random = kernelState.scenarioRandom ?? SimRandom(seed: seed ^ 0x5343_454E_4152_494F)
@@ -259,6 +290,7 @@ extension SimWorld {
                 wrote(new)
                 removedOnPurpose(seen, keeping: new)
                 trace("\(device.name) kernel: truncate and rewrite \(open.name): {\(Self.tokenList(seen))} -> {\(Self.tokenList(new))}")
+                try writeAtTheEndRightAfterASave(device, kernel, open)
             }
         } catch {
             kernelCallFailed(device, error)

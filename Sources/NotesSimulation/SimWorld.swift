@@ -141,6 +141,8 @@ public final class SimWorld: @unchecked Sendable {
             case .copyPerClash:
                 let copyIDs = SimUUIDSource(seed: seed &* 37 &+ UInt64(index) &+ 5)
                 store.conflictCopyID = { _, _ in NoteID(copyIDs.next()) }
+            case .staleSaveTakesEveryWrite:
+                store.staleSaveTakesWrite = { _, _ in true }
             default:
                 break
             }

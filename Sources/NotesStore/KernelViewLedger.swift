@@ -37,6 +37,9 @@ final class KernelViewLedger: Sendable {
         /// The note's text when the writer began (with the change it did not see).
         var remote: Data
         var lastWriteNanoseconds: Int64
+        /// Where the writer's last write ended (or its truncation cut): a save
+        /// writes on from there, or starts over at 0.
+        var writtenEnd: Int = 0
         /// The note's body as this session last stored it (nil before its first write).
         var stored: Data? = nil
         /// What this session put into the note's conflict copy, should the merge fail.

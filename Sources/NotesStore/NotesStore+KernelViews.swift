@@ -66,7 +66,7 @@ extension NotesStore {
     /// returns the note's new size; nil when the write applies as it is (a
     /// current view, or no view: not a write the kernel sent).
     func writeThroughStaleView(
-        _ db: Connection, _ row: NoteRow, view: UInt64?, change: (Data) -> Data, commit: inout StoreCommit
+        _ db: Connection, _ row: NoteRow, view: UInt64?, edit: KernelEdit, commit: inout StoreCommit
     ) throws -> Int64? {
         guard let view else {
             // Not a kernel write (import, restore, a tool on the store): it
@@ -76,7 +76,19 @@ extension NotesStore {
         }
         let time = now
         var session = kernelViews.session(of: row.id, now: time)
-        if let open = session, let stored = open.stored, stored != row.body,
+        if let open = session, case .write(let offset, _) = edit,
+            !configuration.staleSaveTakesWrite(offset, open.writtenEnd)
+        {
+            // A save writes its text in order (after a truncation, or over
+            // the old text from the start): a write that neither goes on
+            // where the save's last one ended nor starts over is another
+            // program's, at an offset into the text it was told (the merged
+            // one, most likely its end). Spliced into the save's own text,
+            // its bytes would land inside lines that text holds elsewhere.
+            // It is judged by its own view, as if no save were under way.
+            kernelViews.setSession(nil, of: row.id)
+            session = nil
+        } else if let open = session, let stored = open.stored, stored != row.body,
             case .current = kernelViews.judge(row.id, view: view)
         {
             // The note changed after the session's last write (a pull, a
@@ -113,7 +125,8 @@ extension NotesStore {
             session = KernelViewLedger.Session(
                 view: session.writer, writer: session.writer, remote: row.body, lastWriteNanoseconds: time)
         }
-        session.writer = change(session.writer)
+        session.writer = edit.applied(to: session.writer)
+        session.writtenEnd = edit.end
         session.lastWriteNanoseconds = time
         guard session.writer.count <= configuration.noteSizeLimitBytes else {
             throw StoreError.tooLarge(limit: configuration.noteSizeLimitBytes)
@@ -173,6 +186,34 @@ extension NotesStore {
             session.copy = nil
         }
         return noteBody
+    }
+
+    /// A write or truncation as the kernel sent it, applied to a stale save's text.
+    enum KernelEdit {
+        case write(offset: Int, bytes: Data)
+        case truncation(size: Int)
+
+        func applied(to text: Data) -> Data {
+            switch self {
+            case .write(let offset, let bytes): NotesStore.splice(text, bytes, at: offset)
+            case .truncation(let size): NotesStore.resized(text, to: size)
+            }
+        }
+
+        /// Where the save's text is written through after this edit.
+        var end: Int {
+            switch self {
+            case .write(let offset, let bytes): offset + bytes.count
+            case .truncation(let size): size
+            }
+        }
+    }
+
+    /// True when a write at `offset` can be the next write of a save whose
+    /// writes so far end at `writtenEnd`: it starts over at 0 or goes on
+    /// where the last one ended. (Any truncation can be.)
+    public static func staleSaveTakesWrite(at offset: Int, writtenEnd: Int) -> Bool {
+        offset == 0 || offset == writtenEnd
     }
 
     /// True when `copy` is an earlier state of the save whose text is now

@@ -65,7 +65,7 @@ extension NotesStore {
                         size: Int64(content.body.count), kernelViewStale: offset != Int64(row.body.count))
                 }
                 if let size = try writeThroughStaleView(
-                    db, row, view: view, change: { Self.splice($0, bytes, at: Int(offset)) }, commit: &commit)
+                    db, row, view: view, edit: .write(offset: Int(offset), bytes: bytes), commit: &commit)
                 {
                     return KernelWriteResult(size: size, kernelViewStale: true)
                 }
@@ -201,7 +201,7 @@ extension NotesStore {
                     throw StoreError.notFound(ref.description)
                 }
                 if try writeThroughStaleView(
-                    db, row, view: view, change: { Self.resized($0, to: Int(size)) }, commit: &commit) != nil
+                    db, row, view: view, edit: .truncation(size: Int(size)), commit: &commit) != nil
                 {
                     return true
                 }

@@ -41,6 +41,13 @@ public struct StoreConfiguration: Sendable {
     public var conflictCopyID: @Sendable (_ note: NoteID, _ device: DeviceID) -> NoteID = {
         ConflictPolicy.conflictCopyID(of: $0, device: $1)
     }
+    /// Whether a kernel write at `offset` is the next write of a save through
+    /// a stale view whose writes so far end at `writtenEnd`: a save writes its
+    /// text in order, starting at 0 (`NotesStore.staleSaveTakesWrite`); the
+    /// simulation swaps it to show that taking every write is caught.
+    public var staleSaveTakesWrite: @Sendable (_ offset: Int, _ writtenEnd: Int) -> Bool = {
+        NotesStore.staleSaveTakesWrite(at: $0, writtenEnd: $1)
+    }
     /// The device name used in conflict-copy titles when none is stored yet.
     public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
     /// Called inside every write transaction, after its changes and before

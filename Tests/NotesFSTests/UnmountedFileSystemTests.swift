@@ -173,4 +173,41 @@ import Testing
         let shown = try texts(store)
         #expect(shown == ["a\nmine\nd\nx\n"], "every line once, the new one at the end: \(shown)")
     }
+
+    /// A program rewrote the note through a view older than a pull (its save
+    /// was merged, and writes within a second count as the same save); with
+    /// nothing changed since, a second program learned the merged text's size
+    /// and wrote a line at its end within that second. A save writes its
+    /// text in order, so that write is not the save's: it lands at the end of
+    /// the merged text, not at that offset into the first program's own text
+    /// (after zeros when the pull added a line, inside a line when it removed one).
+    @Test(arguments: [(true, "a\nb\nc\npulled line\n"), (true, "b\nc\n"), (false, "a\nb\nc\npulled line\n"),
+                      (false, "b\nc\n")])
+    func aWriteAtTheMergedEndWithinAStaleSavesSecondIsNotTakenIntoTheSave(skipsOpens: Bool, pulled: String) throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, "a\nb\nc\n")
+        let mount = UnmountedFileSystem(tree: store.tree, skipsOpens: skipsOpens)
+        defer { mount.close() }
+        let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
+        func open(_ flags: Int32) throws -> UInt64 {
+            skipsOpens ? 0 : try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: flags)) }.handle
+        }
+        let saver = try open(O_RDWR)
+        _ = try mount.request { try $0.read(inode: inode, handle: saver, offset: 0, count: 4096) }
+        try pull(store, id, pulled, version: 2)
+        _ = try mount.request {
+            try $0.setAttributes(inode: inode, changes: AttributeChanges(size: 0), handle: saver)
+        }
+        try write(mount, inode, handle: saver, at: 0, "a\nb\nc\nmine, a longer line\n")
+        let merged = try texts(store)
+        #expect(merged.count == 1 && merged[0].contains("mine") && merged[0].hasSuffix("\n"), "\(merged)")
+        let appender = try open(O_WRONLY)
+        let size = try mount.request { try $0.getAttributes(inode: inode, handle: nil) }.attributes.size
+        #expect(Int(size) == merged[0].utf8.count)
+        try write(mount, inode, handle: appender, at: Int64(size), "x\n")
+        let shown = try texts(store)
+        #expect(shown == [merged[0] + "x\n"], "the merged text whole, the new line at its end: \(shown)")
+    }
 }

@@ -155,6 +155,11 @@ import Testing
         #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
     }
 
+    @Test func aStaleSaveThatTakesEveryWriteWithinItsSecondIsCaughtAsLostText() async throws {
+        let caught = try #require(await Self.firstCatch(.staleSaveTakesEveryWrite, within: 1...80))
+        #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
+    }
+
     @Test func aServerWithoutIdempotencyIsCaught() async throws {
         let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
         #expect(caught.violations.contains { $0.contains("answered differently on a retry") })
