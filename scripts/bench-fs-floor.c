@@ -15,6 +15,14 @@
 // Built on demand by scripts/bench-fs:
 //   cc -O2 -o floorfs scripts/bench-fs-floor.c $(pkg-config --cflags --libs fuse3)
 // Usage: floorfs MOUNTPOINT PIDFILE   (returns once mounted; unmount with fusermount3 -u)
+//
+// Built with -DFLOORFS_COMMITS (and -lsqlite3) it is the commit floor: the
+// same, except that each write is also committed, as its own transaction, into
+// a SQLite database in WAL mode with synchronous=NORMAL (the bytes into 8 KiB
+// pieces, as notesfs keeps a large note), and fsync commits with
+// synchronous=FULL. That is the least a file system can do that makes every
+// acknowledged write a committed transaction.
+// Usage: floorfs-commit MOUNTPOINT PIDFILE DATABASE
 // For experiments only (bench-fs sets neither): FLOORFS_READDIRPLUS=0 turns
 // readdirplus off, FLOORFS_CACHE_READDIR=1 lets the kernel cache listings.
 #define FUSE_USE_VERSION 312
@@ -30,6 +38,9 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef FLOORFS_COMMITS
+#include <sqlite3.h>
+#endif
 
 // The same figures notesfs uses (CacheTimeouts, Mounter.workerThreadsMax).
 static const double entry_timeout_seconds = 10.0;
@@ -386,6 +397,63 @@ static void floor_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
     pthread_mutex_unlock(&tree_lock);
 }
 
+#ifdef FLOORFS_COMMITS
+static sqlite3 *database;
+static sqlite3_stmt *begin_statement, *commit_statement, *piece_statement;
+static const size_t piece_bytes = 8192;
+
+static int run_statement(sqlite3_stmt *statement) {
+    int status = sqlite3_step(statement);
+    sqlite3_reset(statement);
+    return status == SQLITE_DONE || status == SQLITE_ROW ? 0 : EIO;
+}
+
+static int open_database(const char *path) {
+    if (sqlite3_open(path, &database) != SQLITE_OK) return 1;
+    if (sqlite3_exec(database,
+                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                     "CREATE TABLE IF NOT EXISTS pieces(inode INTEGER, piece INTEGER, bytes BLOB NOT NULL,"
+                     " PRIMARY KEY (inode, piece)) WITHOUT ROWID;",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        return 1;
+    return sqlite3_prepare_v2(database, "BEGIN IMMEDIATE", -1, &begin_statement, NULL) != SQLITE_OK ||
+           sqlite3_prepare_v2(database, "COMMIT", -1, &commit_statement, NULL) != SQLITE_OK ||
+           sqlite3_prepare_v2(database, "INSERT OR REPLACE INTO pieces VALUES (?1, ?2, ?3)", -1, &piece_statement,
+                              NULL) != SQLITE_OK;
+}
+
+// One transaction: every piece the write touches, rewritten whole from the
+// node's bytes (the tree lock is held, so they include this write).
+static int commit_write(fuse_ino_t ino, const struct node *n, off_t offset, size_t size) {
+    if (run_statement(begin_statement)) return EIO;
+    int error = 0;
+    size_t end = (size_t)offset + size;
+    for (size_t piece = (size_t)offset / piece_bytes; !error && piece * piece_bytes < end; piece++) {
+        size_t start = piece * piece_bytes;
+        size_t length = (size_t)n->st.st_size - start < piece_bytes ? (size_t)n->st.st_size - start : piece_bytes;
+        sqlite3_bind_int64(piece_statement, 1, (sqlite3_int64)ino);
+        sqlite3_bind_int64(piece_statement, 2, (sqlite3_int64)piece);
+        sqlite3_bind_blob(piece_statement, 3, n->bytes + start, (int)length, SQLITE_STATIC);
+        error = run_statement(piece_statement);
+    }
+    if (error || run_statement(commit_statement)) {
+        sqlite3_exec(database, "ROLLBACK", NULL, NULL, NULL);
+        return EIO;
+    }
+    return 0;
+}
+
+// As notesfs's fsync: a commit with synchronous=FULL, so the log reaches the disk.
+static int commit_durably(void) {
+    int failed = sqlite3_exec(database,
+                              "PRAGMA synchronous=FULL; BEGIN IMMEDIATE;"
+                              " INSERT OR REPLACE INTO pieces VALUES (0, 0, x''); COMMIT;"
+                              " PRAGMA synchronous=NORMAL;",
+                              NULL, NULL, NULL) != SQLITE_OK;
+    return failed ? EIO : 0;
+}
+#endif
+
 static void floor_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t offset,
                         struct fuse_file_info *fi) {
     (void)fi;
@@ -394,6 +462,12 @@ static void floor_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t 
     int error = !n ? ENOENT : offset < 0 ? EINVAL : 0;
     size_t end = (size_t)offset + size;
     if (!error && end > (size_t)n->st.st_size) error = resize(n, end);
+#ifdef FLOORFS_COMMITS
+    if (!error) {
+        memcpy(n->bytes + offset, buf, size);
+        error = commit_write(ino, n, offset, size);
+    }
+#endif
     if (!error) {
         memcpy(n->bytes + offset, buf, size);
         stamp(&n->st.st_mtim);
@@ -407,7 +481,14 @@ static void floor_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t 
 
 static void floor_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
     (void)ino; (void)datasync; (void)fi;
+#ifdef FLOORFS_COMMITS
+    pthread_mutex_lock(&tree_lock);
+    int error = commit_durably();
+    pthread_mutex_unlock(&tree_lock);
+    fuse_reply_err(req, error);
+#else
     fuse_reply_err(req, 0);
+#endif
 }
 
 static void floor_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -545,10 +626,26 @@ static const struct fuse_lowlevel_ops operations = {
 };
 
 int main(int argc, char **argv) {
+#ifdef FLOORFS_COMMITS
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s MOUNTPOINT PIDFILE DATABASE\n", argv[0]);
+        return 2;
+    }
+    // Opened here to report a bad path, and again after the fork below
+    // (a SQLite connection must not cross a fork).
+    int unusable = open_database(argv[3]);
+    if (unusable) fprintf(stderr, "%s: cannot open %s: %s\n", argv[0], argv[3], sqlite3_errmsg(database));
+    sqlite3_finalize(begin_statement);
+    sqlite3_finalize(commit_statement);
+    sqlite3_finalize(piece_statement);
+    sqlite3_close(database);
+    if (unusable) return 1;
+#else
     if (argc != 3) {
         fprintf(stderr, "usage: %s MOUNTPOINT PIDFILE\n", argv[0]);
         return 2;
     }
+#endif
     const char *setting = getenv("FLOORFS_READDIRPLUS");
     if (setting && strcmp(setting, "0") == 0) wants_readdirplus = 0;
     setting = getenv("FLOORFS_CACHE_READDIR");
@@ -564,6 +661,14 @@ int main(int argc, char **argv) {
     if (fuse_set_signal_handlers(session) == 0) {
         if (fuse_session_mount(session, argv[1]) == 0) {
             fuse_daemonize(0);
+#ifdef FLOORFS_COMMITS
+            if (open_database(argv[3])) {
+                fuse_session_unmount(session);
+                fuse_remove_signal_handlers(session);
+                fuse_session_destroy(session);
+                return 1;
+            }
+#endif
             FILE *pidfile = fopen(argv[2], "w");
             if (pidfile) {
                 fprintf(pidfile, "%d\n", (int)getpid());
