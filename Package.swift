@@ -139,7 +139,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SimulationTests",
-            dependencies: ["NotesSimulation"],
+            dependencies: ["NotesSimulation", "TestSupport", "ProcessKit"],
             exclude: ["regression-seeds.txt"]
         ),
         // The installed program: install/uninstall into a temporary prefix,

@@ -142,8 +142,21 @@ final class SimKernel: @unchecked Sendable {
 
     /// Takes what the mount queued; each reaches the kernel 0–2 steps later.
     func collectNotifications() {
-        for item in mount.takeInvalidations() {
+        // The mount lists a commit's invalidations in the order of a `Set`,
+        // which Swift seeds afresh in every process: sorted, each draws the
+        // same delay in every replay of the seed.
+        for item in mount.takeInvalidations().sorted(by: Self.replayOrder) {
             notifications.append((world.step + world.random.int(0...2), item))
+        }
+    }
+
+    /// A fixed order of invalidations: inodes by number, then entries by directory and name.
+    static func replayOrder(_ a: Invalidation, _ b: Invalidation) -> Bool {
+        switch (a, b) {
+        case (.inode(let x), .inode(let y)): x < y
+        case (.inode, .entry): true
+        case (.entry, .inode): false
+        case (.entry(let p, let m), .entry(let q, let n)): (p, m) < (q, n)
         }
     }
 

@@ -38,16 +38,22 @@ public final class MountFixture: @unchecked Sendable {
     /// The `notesfs` executable next to the test bundle (or `$NOTESFS_BINARY`).
     public static var binaryPath: String? {
         if let path = ProcessInfo.processInfo.environment["NOTESFS_BINARY"] { return path }
+        return builtProductPath("notesfs")
+    }
+
+    /// The executable product `name` that `swift build --build-tests` put
+    /// next to the test bundle; nil when it is not there.
+    public static func builtProductPath(_ name: String) -> String? {
         var candidates: [URL] = []
         let runner = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        candidates.append(runner.deletingLastPathComponent().appendingPathComponent("notesfs"))
+        candidates.append(runner.deletingLastPathComponent().appendingPathComponent(name))
         for bundle in Bundle.allBundles {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("notesfs"))
+            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent(name))
         }
         var walk = runner
         for _ in 0..<6 {
             walk = walk.deletingLastPathComponent()
-            candidates.append(walk.appendingPathComponent("notesfs"))
+            candidates.append(walk.appendingPathComponent(name))
         }
         return candidates.map(\.path).first { path in
             var isDirectory: ObjCBool = false
