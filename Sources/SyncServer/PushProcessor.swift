@@ -79,6 +79,9 @@ enum PayloadHash {
 /// How many changes of a push ended which way.
 struct PushTally: Sendable, Equatable {
     var applied = 0
+    /// Puts answered `applied` at the current version without a new one:
+    /// they carried exactly what it holds.
+    var unchanged = 0
     var conflicts = 0
     var refused = 0
     var replayed = 0
@@ -139,6 +142,13 @@ enum PushProcessor {
             {
                 outcome = .refused(reason: .folderCycle, message: "the move would put the folder inside itself")
                 tally.refused += 1
+            } else if let existing, Self.holdsAlready(existing, change, body: prepared.body) {
+                // Nothing to record (a client bringing back a note whose
+                // deletion it held, or saving what it last pulled): a new
+                // version would only show every machine and the history a
+                // change that changed nothing.
+                outcome = .applied(version: existing.version)
+                tally.unchanged += 1
             } else {
                 counter += 1
                 let entity = StoredEntity(
@@ -160,6 +170,19 @@ enum PushProcessor {
         assert(counter == startCounter + Int64(tally.applied), "every applied change takes exactly one version")
         if counter != startCounter { try transaction.setCounter(counter) }
         return (results, tally, startCounter == clientCounter ? counter : nil)
+    }
+
+    /// True when `change` is a put of exactly what the live `existing` holds:
+    /// the same title or name, body and parent.
+    static func holdsAlready(_ existing: StoredEntity, _ change: Change, body: Data) -> Bool {
+        guard change.op == .put, !existing.deleted else { return false }
+        if let note = change.note {
+            return existing.name == note.title && existing.parentId == note.folderId?.uuid && existing.body == body
+        }
+        if let folder = change.folder {
+            return existing.name == folder.name && existing.parentId == folder.parentId?.uuid && existing.body.isEmpty
+        }
+        return false
     }
 
     /// True when making `parent` the parent of `folder` puts the folder inside

@@ -30,7 +30,7 @@ public final class ServerMetrics: Sendable {
     private struct State {
         var requests: [RequestKey: Int] = [:]
         var latency: [String: Histogram] = [:]
-        var pushResults: [String: Int] = ["applied": 0, "conflict": 0, "refused": 0, "replayed": 0]
+        var pushResults: [String: Int] = ["applied": 0, "conflict": 0, "refused": 0, "replayed": 0, "unchanged": 0]
     }
 
     private let state = Mutex(State())
@@ -48,6 +48,7 @@ public final class ServerMetrics: Sendable {
     func record(_ tally: PushTally) {
         state.withLock { state in
             state.pushResults["applied", default: 0] += tally.applied
+            state.pushResults["unchanged", default: 0] += tally.unchanged
             state.pushResults["conflict", default: 0] += tally.conflicts
             state.pushResults["refused", default: 0] += tally.refused
             state.pushResults["replayed", default: 0] += tally.replayed

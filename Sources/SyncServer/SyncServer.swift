@@ -241,7 +241,8 @@ public final class SyncServer: Sendable {
         return ServerResponse(
             status: 200, contentType: "application/json", body: body,
             logNote:
-                "account=\(account) device=\(push.device) applied=\(tally.applied) conflict=\(tally.conflicts) "
+                "account=\(account) device=\(push.device) applied=\(tally.applied) unchanged=\(tally.unchanged) "
+                + "conflict=\(tally.conflicts) "
                 + "refused=\(tally.refused) replayed=\(tally.replayed)"
                 + (push.deviceName.map { " name=" + LogText.escaped($0, limit: PushRequest.deviceNameBytesMax) } ?? ""))
     }

@@ -40,6 +40,37 @@ struct ContractTarget: Sendable, CustomTestStringConvertible {
         await h.close()
     }
 
+    /// A put of exactly what the current version holds (a machine bringing
+    /// back notes whose deletion it held) is answered `applied` at that
+    /// version and makes none: no machine pulls it, no history shows it.
+    @Test(arguments: ContractTarget.all)
+    func aPutOfWhatTheCurrentVersionHoldsAppliesWithoutANewVersion(target: ContractTarget) async throws {
+        let h = try target.harness()
+        let token = try await h.account()
+        let folder = FolderID()
+        let id = NoteID()
+        #expect(try await h.push(Make.folder(folder, name: "Work"), token: token).appliedVersion == 1)
+        let created = try await h.push(Make.note(id, body: "one\n", folder: folder), token: token)
+        #expect(created.appliedVersion == 2)
+        let again = Make.note(id, body: "one\n", folder: folder, base: 2)
+        #expect(try await h.push(again, token: token).appliedVersion == 2)
+        #expect(try await h.push(again, token: token).appliedVersion == 2, "a retry gets the same answer")
+        #expect(try await h.push(Make.folder(folder, name: "Work", base: 1), token: token).appliedVersion == 1)
+        var rows = try await h.drain(token: token).rows
+        #expect(rows.map(\.version).sorted() == [1, 2])
+        #expect(rows.first { $0.version == 2 }?.changeId == created.changeId, "the version keeps the change that made it")
+        // Anything different is a new version: the title, the folder, the body.
+        #expect(try await h.push(Make.note(id, title: "other.md", body: "one\n", folder: folder, base: 2), token: token)
+            .appliedVersion == 3)
+        #expect(try await h.push(Make.note(id, title: "other.md", body: "one\n", base: 3), token: token)
+            .appliedVersion == 4)
+        #expect(try await h.push(Make.note(id, title: "other.md", body: "one\n\n", base: 4), token: token)
+            .appliedVersion == 5)
+        rows = try await h.drain(token: token).rows
+        #expect(rows.map(\.version).sorted() == [1, 5])
+        await h.close()
+    }
+
     @Test(arguments: ContractTarget.all)
     func aStaleBaseIsAConflictCarryingTheCurrentRow(target: ContractTarget) async throws {
         let h = try target.harness()
