@@ -54,13 +54,22 @@ extension NotesFileSystem {
         let from = try directory(parent)
         let to = try directory(newParent)
         var preserved: UInt64?
-        if opensAreSkipped || handles.hasOpenFiles, let target = try tree.lookup(in: to, name: newName) {
-            preserveOpenHandles(of: target)
-            preserved = inodes.inode(for: target.ref)
+        var targetView: UInt64?
+        if let target = try tree.lookup(in: to, name: newName) {
+            if opensAreSkipped || handles.hasOpenFiles {
+                preserveOpenHandles(of: target)
+                preserved = inodes.inode(for: target.ref)
+            }
+            if case .note = target.ref, let inode = inodes.inode(for: target.ref) {
+                // An atomic save replaces the note's text from its start: it
+                // is judged as a rewrite by the oldest text read of the note.
+                targetView = inodes.viewForWrite(of: inode, rewrite: true)
+            }
         }
         let outcome: RenameOutcome
         do {
-            outcome = try tree.rename(from: from, name: name, to: to, newName: newName, noReplace: flags.noReplace)
+            outcome = try tree.rename(
+                from: from, name: name, to: to, newName: newName, noReplace: flags.noReplace, targetView: targetView)
         } catch {
             if let preserved { inodes.clearSnapshot(preserved) }
             throw error
@@ -77,6 +86,9 @@ extension NotesFileSystem {
         // Bytes kept for an inode that is still attached (it was not the one
         // replaced) would hide the store's: drop them.
         if let preserved { inodes.clearSnapshot(preserved) }
+        // Merged with a change the saving program had not seen: the kernel's
+        // pages hold the program's bytes, not the stored text.
+        if outcome.contentMerged, let inode = inodes.inode(for: outcome.ref) { dropKernelView(of: inode) }
     }
 
     func openDirectory(inode: UInt64) throws -> OpenReply {

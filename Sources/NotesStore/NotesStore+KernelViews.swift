@@ -137,6 +137,31 @@ extension NotesStore {
         return Int64(stored.count)
     }
 
+    /// A rename over `target` (an atomic save: a temp file written, then
+    /// renamed over the note) puts `body` into it. When the saving program
+    /// read the note through a view a later change (a pull) replaced, the
+    /// save is merged with that change exactly as a rewrite through that view
+    /// would be; otherwise the body replaces the text as it is. Returns true
+    /// when it was merged (the stored text is not `body`).
+    func replaceText(
+        _ db: Connection, of target: NoteRow, with body: Data, modified: Int64?, view: UInt64?,
+        commit: inout StoreCommit
+    ) throws -> Bool {
+        kernelViews.setSession(nil, of: target.id)
+        if let view {
+            let judgement = kernelViews.judge(target.id, view: view)
+            kernelViews.forget(target.id)
+            if case .stale(let seen) = judgement {
+                var save = KernelViewLedger.Session(view: seen, writer: body, remote: target.body, lastWriteNanoseconds: now)
+                return try mergeWriterSession(db, target, &save, commit: &commit) != body
+            }
+        }
+        var content = target.content
+        content.body = body
+        try editNote(db, target, to: content, modified: modified, commit: &commit)
+        return false
+    }
+
     /// Puts `merge(seen, writer, remote)` into the note, or, where the lines
     /// clash, keeps the note's text and puts the writer's into the note's
     /// conflict copy from this device. Returns the note's body as stored.

@@ -13,12 +13,20 @@ public struct RenameOutcome: Sendable, Equatable {
     /// The source's inode number, now bound to `ref` (the kernel keeps the
     /// source's inode at the new name); nil when no number was moved.
     public var inode: UInt64?
+    /// The rename replaced a note's text through a stale view and the stored
+    /// text is a merge (or the note's own, the source's in its conflict
+    /// copy): not the bytes the kernel holds for the source.
+    public var contentMerged: Bool
 
-    init(ref: EntryRef, replaced: EntryRef? = nil, replacedInode: UInt64? = nil, inode: UInt64? = nil) {
+    init(
+        ref: EntryRef, replaced: EntryRef? = nil, replacedInode: UInt64? = nil, inode: UInt64? = nil,
+        contentMerged: Bool = false
+    ) {
         self.ref = ref
         self.replaced = replaced
         self.replacedInode = replacedInode
         self.inode = inode
+        self.contentMerged = contentMerged
     }
 }
 
@@ -27,8 +35,12 @@ public struct RenameOutcome: Sendable, Equatable {
 extension NotesStore {
     /// Renames or moves `name` in `from` to `newName` in `to`.
     /// With `noReplace`, an existing target is an error (`RENAME_NOREPLACE`).
+    /// `targetView` is the kernel view the target note was last read through
+    /// (as for a rewrite): a rename over it through a stale view is merged
+    /// with what changed since, as such a write is (nil: not the kernel's).
     func rename(
-        from: DirectoryRef, name: String, to: DirectoryRef, newName: String, noReplace: Bool = false
+        from: DirectoryRef, name: String, to: DirectoryRef, newName: String, noReplace: Bool = false,
+        targetView: UInt64? = nil
     ) throws(StoreError) -> RenameOutcome {
         try write(origin: .local) { db, commit in
             guard let source = try NameRow.find(db, in: from, name: name) else { throw StoreError.notFound(name) }
@@ -42,7 +54,8 @@ extension NotesStore {
             case .note(let id):
                 guard let row = try NoteRow.load(db, id: id) else { throw StoreError.notFound(name) }
                 return try renameNote(db, row, from: from, name: name, to: to, newName: newName,
-                                      target: target, targetLocal: targetLocal, commit: &commit)
+                                      target: target, targetLocal: targetLocal, targetView: targetView,
+                                      commit: &commit)
             case .folder(let id):
                 guard let row = try FolderRow.load(db, id: id) else { throw StoreError.notFound(name) }
                 guard !targetLocal else { throw StoreError.crossesLocalOnlyLine(name) }
@@ -50,7 +63,7 @@ extension NotesStore {
             case .local(let seq):
                 guard let row = try LocalRow.load(db, seq: seq) else { throw StoreError.notFound(name) }
                 return try renameLocal(db, row, named: source, to: to, newName: newName, target: target,
-                                       targetLocal: targetLocal, commit: &commit)
+                                       targetLocal: targetLocal, targetView: targetView, commit: &commit)
             case .root:
                 throw StoreError.notPermitted("the root cannot be renamed")
             }
@@ -81,7 +94,7 @@ extension NotesStore {
 
     private func renameNote(
         _ db: Connection, _ row: NoteRow, from: DirectoryRef, name: String, to: DirectoryRef, newName: String,
-        target: NameRow?, targetLocal: Bool, commit: inout StoreCommit
+        target: NameRow?, targetLocal: Bool, targetView: UInt64?, commit: inout StoreCommit
     ) throws -> RenameOutcome {
         if targetLocal {
             // Crossing into local-only names: the note is tombstoned (revivable
@@ -104,12 +117,12 @@ extension NotesStore {
             // and mtime as one edit; the source goes away (its text lives on
             // in the target, so not into the trash).
             try deleteNote(db, row, intoTrash: false, commit: &commit)
-            var content = targetRow.content
-            content.body = row.body
-            try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
+            let merged = try replaceText(
+                db, of: targetRow, with: row.body, modified: row.updatedNanoseconds, view: targetView, commit: &commit)
             let moved = try repointInode(db, from: .note(row.id), to: .note(targetID))
             return RenameOutcome(
-                ref: .note(targetID), replaced: .note(targetID), replacedInode: moved.replaced, inode: moved.current)
+                ref: .note(targetID), replaced: .note(targetID), replacedInode: moved.replaced, inode: moved.current,
+                contentMerged: merged)
         }
         var replacedInode: UInt64?
         if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }
@@ -184,7 +197,7 @@ extension NotesStore {
 
     private func renameLocal(
         _ db: Connection, _ row: LocalRow, named sourceName: NameRow, to: DirectoryRef, newName: String,
-        target: NameRow?, targetLocal: Bool, commit: inout StoreCommit
+        target: NameRow?, targetLocal: Bool, targetView: UInt64?, commit: inout StoreCommit
     ) throws -> RenameOutcome {
         let source = EntryRef.local(row.seq)
         if targetLocal {
@@ -220,13 +233,13 @@ extension NotesStore {
         if let target, case .note(let targetID) = target.entry,
             let targetRow = try NoteRow.load(db, id: targetID), !targetRow.deleted
         {
-            var content = targetRow.content
-            content.body = body
-            try editNote(db, targetRow, to: content, modified: row.updatedNanoseconds, commit: &commit)
+            let merged = try replaceText(
+                db, of: targetRow, with: body, modified: row.updatedNanoseconds, view: targetView, commit: &commit)
             try deleteLocalFile(db, row, named: sourceName, commit: &commit)
             let moved = try repointInode(db, from: source, to: .note(targetID))
             return RenameOutcome(
-                ref: .note(targetID), replaced: .note(targetID), replacedInode: moved.replaced, inode: moved.current)
+                ref: .note(targetID), replaced: .note(targetID), replacedInode: moved.replaced, inode: moved.current,
+                contentMerged: merged)
         }
         var replacedInode: UInt64?
         if let target { replacedInode = try clearFileTarget(db, target, commit: &commit) }

@@ -166,10 +166,14 @@ extension NotesTree {
 
     /// Renames or moves `name` in `from` to `newName` in `to`.
     /// With `noReplace`, an existing target is an error (`RENAME_NOREPLACE`).
+    /// `targetView` is the kernel view a note at the target was last read
+    /// through: a rename over it through a stale view is merged, not a plain
+    /// replacement (see `NotesStore.replaceText`).
     public func rename(
-        from: DirectoryRef, name: String, to: DirectoryRef, newName: String, noReplace: Bool = false
+        from: DirectoryRef, name: String, to: DirectoryRef, newName: String, noReplace: Bool = false,
+        targetView: UInt64? = nil
     ) throws(StoreError) -> RenameOutcome {
-        try store.rename(from: from, name: name, to: to, newName: newName, noReplace: noReplace)
+        try store.rename(from: from, name: name, to: to, newName: newName, noReplace: noReplace, targetView: targetView)
     }
 
     /// Removes a file: a note becomes a tombstone (or vanishes if never sent).

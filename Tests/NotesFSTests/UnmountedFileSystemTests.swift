@@ -210,4 +210,91 @@ import Testing
         let shown = try texts(store)
         #expect(shown == [merged[0] + "x\n"], "the merged text whole, the new line at its end: \(shown)")
     }
+
+    /// An atomic save (a temp file written, then renamed over the note) of
+    /// text a program read before a pull; `ls` told the kernel the new size
+    /// in between. The save is merged with the pulled line as a rewrite
+    /// through that read would be, whether the temp file has a local-only name
+    /// or a note's.
+    @Test(arguments: [true, false], [".n.tmp", "n-new"])
+    func anAtomicSaveOfTextReadBeforeAPullKeepsThePulledLine(skipsOpens: Bool, temp: String) throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, "a\nb\nc\n")
+        let mount = UnmountedFileSystem(tree: store.tree, skipsOpens: skipsOpens)
+        defer { mount.close() }
+        _ = try readThenPull(mount, store, id, "a\nb\nc\npulled\n", skipsOpens: skipsOpens)
+        _ = mount.takeInvalidations()
+        let tempInode = try atomicSave(mount, temp, "a\nB edited\nc\n", skipsOpens: skipsOpens)
+        #expect(try texts(store) == ["a\nB edited\nc\npulled\n"], "both edits, merged")
+        #expect(mount.takeInvalidations().contains(.inode(tempInode)), "the kernel's pages of the save are dropped")
+        let shown = try mount.request { try $0.read(inode: tempInode, handle: 0, offset: 0, count: 4096) }
+        #expect(String(decoding: shown, as: UTF8.self) == "a\nB edited\nc\npulled\n", "the saved name reads the merge")
+    }
+
+    /// The same save where the pulled change and the save touch the same
+    /// line: the note keeps the pulled text, the save goes to the conflict copy.
+    @Test func anAtomicSaveThatClashesWithAPulledChangeKeepsBothTexts() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, "a\nb\nc\n")
+        let mount = UnmountedFileSystem(tree: store.tree)
+        defer { mount.close() }
+        _ = try readThenPull(mount, store, id, "a\nb from elsewhere\nc\n", skipsOpens: true)
+        _ = try atomicSave(mount, ".n.tmp", "a\nB edited\nc\n", skipsOpens: true)
+        let shown = try texts(store)
+        #expect(shown.count == 2 && shown.contains("a\nb from elsewhere\nc\n") && shown.contains("a\nB edited\nc\n"),
+                "\(shown)")
+    }
+
+    /// A program that read the note after the pull saves what it means: its
+    /// save replaces the text as it is, the removal of the pulled line included.
+    @Test func anAtomicSaveOfTextReadAfterAPullReplacesTheNote() throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, "a\nb\nc\n")
+        let mount = UnmountedFileSystem(tree: store.tree)
+        defer { mount.close() }
+        let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
+        try pull(store, id, "a\nb\nc\npulled\n", version: 2)
+        _ = try mount.request { try $0.getAttributes(inode: inode, handle: nil) }
+        let read = try mount.request { try $0.read(inode: inode, handle: 0, offset: 0, count: 4096) }
+        #expect(String(decoding: read, as: UTF8.self) == "a\nb\nc\npulled\n")
+        _ = try atomicSave(mount, ".n.tmp", "a\nc\n", skipsOpens: true)
+        #expect(try texts(store) == ["a\nc\n"])
+    }
+
+    /// Looks `n` up, reads it whole (through a handle when opens are sent),
+    /// then a pull replaces its text and the kernel learns the new size (`ls`).
+    func readThenPull(
+        _ mount: UnmountedFileSystem, _ store: NotesStore, _ id: NoteID, _ pulled: String, skipsOpens: Bool
+    ) throws -> UInt64 {
+        let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
+        let handle = skipsOpens ? 0 : try mount.request {
+            try $0.open(inode: inode, flags: OpenFlags(rawValue: O_RDONLY))
+        }.handle
+        _ = try mount.request { try $0.read(inode: inode, handle: handle, offset: 0, count: 4096) }
+        if !skipsOpens { mount.request { $0.release(inode: inode, handle: handle) } }
+        try pull(store, id, pulled, version: 2)
+        _ = try mount.request { try $0.getAttributes(inode: inode, handle: nil) }
+        return inode
+    }
+
+    /// Creates `temp`, writes `text` into it and renames it over `n`; returns the temp file's inode.
+    func atomicSave(_ mount: UnmountedFileSystem, _ temp: String, _ text: String, skipsOpens: Bool) throws -> UInt64 {
+        let context = RequestContext(uid: 0, gid: 0, pid: 1, umask: 0o022)
+        let (entry, open) = try mount.request {
+            try $0.create(parent: 1, name: temp, mode: 0o100644, flags: OpenFlags(rawValue: O_WRONLY), context: context)
+        }
+        let tempInode = entry.attributes.inode
+        try write(mount, tempInode, handle: skipsOpens ? 0 : open.handle, at: 0, text)
+        if !skipsOpens { mount.request { $0.release(inode: tempInode, handle: open.handle) } }
+        try mount.request {
+            try $0.rename(parent: 1, name: temp, newParent: 1, newName: "n", flags: RenameFlags(rawValue: 0))
+        }
+        return tempInode
+    }
 }
