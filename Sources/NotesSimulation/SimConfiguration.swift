@@ -41,6 +41,10 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// another program's line at the merged text's end is spliced into the
     /// saving program's own text, as it once was.
     case staleSaveTakesEveryWrite
+    /// A rename over a note replaces its text as it is, whatever view its
+    /// program read it through (`StoreConfiguration.atomicSavesMergeStaleViews`):
+    /// an editor's atomic save drops lines pulled after it read, as it once did.
+    case atomicSaveIgnoresView
     /// The scheduler's debounce never ends: a local change starts no run by
     /// itself (SimWorld+Scheduler.swift).
     case debounceNeverFires

@@ -169,11 +169,13 @@ extension SimKernel {
     func isInKnownGap(_ descriptor: Int) -> Bool {
         guard let open = descriptors[descriptor], let inode = inodes[open.inode] else { return false }
         let rewrite = switch open.plan {
-        case .rewrite, .writeAt(0): true
+        case .rewrite, .atomicSave, .writeAt(0): true
         case .append, .writeAt: false
         }
         let mountView = rewrite ? min(inode.mountReadView ?? inode.mountView, inode.mountView) : inode.mountView
-        let handleViews = opensSkipped ? [] : [open.handleView, open.mountReadView].compactMap { $0 }
+        // A rename over the note comes through no handle: only the inode's views judge it.
+        var handleViews = opensSkipped ? [] : [open.handleView, open.mountReadView].compactMap { $0 }
+        if case .atomicSave = open.plan { handleViews = [] }
         let judged = (handleViews + [mountView]).min() ?? mountView
         return open.refs.contains { ref in (pulledChanges[ref] ?? []).contains { $0 > open.knowledge && $0 <= judged } }
     }

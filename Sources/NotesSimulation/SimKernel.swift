@@ -61,6 +61,9 @@ final class SimKernel: @unchecked Sendable {
         case writeAt(Int64)
         /// Truncate, then write back `seen` (what it read) edited.
         case rewrite(seen: Data)
+        /// Write `seen` edited into a new temp file and rename it over the
+        /// note: an editor's atomic save of what it read.
+        case atomicSave(seen: Data)
     }
 
     struct Descriptor {
@@ -294,6 +297,55 @@ final class SimKernel: @unchecked Sendable {
             parent = number
         }
         return parent
+    }
+
+    /// `open(path, O_WRONLY | O_CREAT | O_EXCL)`: a create request; the new
+    /// file's descriptor (close it with `close`).
+    func create(_ path: [String]) throws -> Int {
+        guard let name = path.last else { throw FileSystemError.invalid }
+        let parent = try resolve(Array(path.dropLast()))
+        let generation = store.tree.kernelViewGeneration
+        let flags = OpenFlags(rawValue: O_WRONLY | O_CREAT | O_EXCL)
+        let context = RequestContext(uid: 0, gid: 0, pid: 1, umask: 0o022)
+        let (entry, reply) = try request(changingNamesIn: [parent]) {
+            try $0.create(parent: parent, name: name, mode: 0o100644, flags: flags, context: context)
+        }
+        let number = entry.attributes.inode
+        entries[EntryKey(parent: parent, name: name)] = (number, now + Int64(entry.entryTimeoutSeconds * 1e9))
+        if inodes[number] == nil { inodes[number] = Inode() }
+        inodes[number]?.lookups += 1
+        let ref = try? store.tree.entryRef(forInode: number)
+        inodes[number]?.ref = ref
+        inodes[number]?.pages = Data()
+        learn(entry.attributes, generation: generation, validSeconds: Int64(entry.attributeTimeoutSeconds))
+        let descriptor = nextDescriptor
+        nextDescriptor += 1
+        descriptors[descriptor] = Descriptor(
+            inode: number, flags: flags, handle: reply.handle, handleView: generation,
+            refs: Set(ref.map { [$0] } ?? []), plan: .append, due: Int.max, name: path.joined(separator: "/"))
+        return descriptor
+    }
+
+    /// `rename(from, to)`, both names looked up first as the kernel's walks
+    /// do. The kernel moves the source's inode to the new name; a program
+    /// holding the file it replaced lost an ordinary local race.
+    func rename(_ from: [String], to target: [String]) throws {
+        guard let name = from.last, let newName = target.last else { throw FileSystemError.invalid }
+        let parent = try resolve(Array(from.dropLast()))
+        let newParent = try resolve(Array(target.dropLast()))
+        let source = try resolve(from)
+        let replaced = try? resolve(target)
+        let replacedRef = replaced.flatMap { inodes[$0]?.ref }
+        try request(changingNamesIn: [parent, newParent]) {
+            try $0.rename(parent: parent, name: name, newParent: newParent, newName: newName, flags: RenameFlags(rawValue: 0))
+        }
+        entries[EntryKey(parent: parent, name: name)] = nil
+        entries[EntryKey(parent: newParent, name: newName)] = (source, now + Self.attributeSeconds * 1_000_000_000)
+        inodes[source]?.ref = try? store.tree.entryRef(forInode: source)
+        for (number, other) in descriptors
+        where (replaced != nil && other.inode == replaced) || replacedRef.map(other.refs.contains) == true {
+            descriptors[number]?.overtakenLocally = true
+        }
     }
 
     /// Another local program wrote the file through this same kernel since:

@@ -18,6 +18,8 @@ struct SimKernelState {
     var scenarioRandom: SimRandom?
     /// Draws for `writeAtTheEndRightAfterASave`, apart from the others for the same reason.
     var afterSaveRandom: SimRandom?
+    /// Draws for `savePlan` (a rewrite in place or an atomic save), apart for the same reason.
+    var savePlanRandom: SimRandom?
 }
 
 // Programs writing through a simulated kernel (SimKernel) in front of each
@@ -125,7 +127,7 @@ extension SimWorld {
                         path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: step + 1)
                     opened = descriptor
                     let seen = try kernel.readAll(descriptor)
-                    kernel.setPlan(descriptor, .rewrite(seen: seen))
+                    kernel.setPlan(descriptor, savePlan(seen))
                     trace("\(device.name) kernel: read \(name) {\(Self.tokenList(seen))} while another machine appends")
                 }
                 try await appendElsewhereAndPull(note.ref, into: device)
@@ -135,8 +137,8 @@ extension SimWorld {
                 let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: due)
                 opened = descriptor
                 let seen = try kernel.readAll(descriptor)
-                kernel.setPlan(descriptor, .rewrite(seen: seen))
-                trace("\(device.name) kernel: read \(path.joined(separator: "/")) {\(Self.tokenList(seen))}, rewrites it at step \(due)")
+                kernel.setPlan(descriptor, savePlan(seen))
+                trace("\(device.name) kernel: read \(path.joined(separator: "/")) {\(Self.tokenList(seen))}, saves it at step \(due)")
             }
         } catch {
             if let opened { kernel.close(opened) }
@@ -196,6 +198,15 @@ extension SimWorld {
         kernel.setPlan(descriptor, .writeAt(end))
         trace("\(device.name) kernel: right after the save, open \(path.joined(separator: "/")), fstat says \(end), writes there")
         try finishKernelWrite(device, kernel, descriptor)
+    }
+
+    /// How a program that read `seen` will save it: rewritten in place, or
+    /// (one time in three, from a stream of its own) written to a temp file
+    /// renamed over the note, as most editors save.
+    private func savePlan(_ seen: Data) -> SimKernel.Plan {
+        var random = kernelState.savePlanRandom ?? SimRandom(seed: seed ^ 0x5341_5645_504C_414E)
+        defer { kernelState.savePlanRandom = random }
+        return random.chance(1.0 / 3) ? .atomicSave(seen: seen) : .rewrite(seen: seen)
     }
 
     /// A draw from the scenarios' own stream (see `SimKernelState.scenarioRandom`).
@@ -273,12 +284,10 @@ extension SimWorld {
                 try kernel.write(descriptor, at: end, bytes: line)
                 wrote(line)
                 trace("\(device.name) kernel: pwrite \(open.name) at \(end) {\(Self.tokenList(line))}")
+            case .atomicSave(let seen):
+                try atomicSave(device, kernel, open, seen: seen)
             case .rewrite(let seen):
-                var lines = SimText.lines(seen)
-                if !lines.isEmpty, random.chance(0.5) { lines.remove(at: random.int(0...(lines.count - 1))) }
-                if !lines.isEmpty, random.chance(0.4) { lines[random.int(0...(lines.count - 1))] = newLines(1)[0] }
-                lines.insert(contentsOf: newLines(1), at: random.int(0...lines.count))
-                let new = SimText.body(lines)
+                let new = edited(seen)
                 try kernel.truncate(descriptor, to: 0)
                 do {
                     try kernel.write(descriptor, at: 0, bytes: new)
@@ -295,6 +304,45 @@ extension SimWorld {
         } catch {
             kernelCallFailed(device, error)
         }
+    }
+
+    /// What a program makes of the text it read: maybe a line removed,
+    /// maybe one replaced, and one new line.
+    private func edited(_ seen: Data) -> Data {
+        var lines = SimText.lines(seen)
+        if !lines.isEmpty, random.chance(0.5) { lines.remove(at: random.int(0...(lines.count - 1))) }
+        if !lines.isEmpty, random.chance(0.4) { lines[random.int(0...(lines.count - 1))] = newLines(1)[0] }
+        lines.insert(contentsOf: newLines(1), at: random.int(0...lines.count))
+        return SimText.body(lines)
+    }
+
+    /// An editor's atomic save of what it read: the edited text into a new
+    /// temp file beside the note, renamed over the note (at the path the
+    /// store shows it under now, as an editor following the file would).
+    private func atomicSave(_ device: SimDevice, _ kernel: SimKernel, _ open: SimKernel.Descriptor, seen: Data) throws {
+        let items = try tree(device.store)
+        guard let note = items.first(where: { open.refs.contains($0.ref) }), let path = Self.kernelPath(of: note, in: items),
+            let name = path.last
+        else {
+            trace("\(device.name) kernel: \(open.name) is gone; its program does not save")
+            return
+        }
+        let new = edited(seen)
+        let temp = Array(path.dropLast()) + [".\(name).tmp\(step)"]
+        let descriptor = try kernel.create(temp)
+        do {
+            try kernel.write(descriptor, at: 0, bytes: new)
+        } catch {
+            kernel.close(descriptor)
+            throw error
+        }
+        kernel.close(descriptor)
+        // From here its lines are in the temp file (a local-only file) at least.
+        wrote(new)
+        try kernel.rename(temp, to: path)
+        removedOnPurpose(seen, keeping: new)
+        trace("\(device.name) kernel: atomic save of \(path.joined(separator: "/")) through \(temp.last ?? ""): {\(Self.tokenList(seen))} -> {\(Self.tokenList(new))}")
+        try writeAtTheEndRightAfterASave(device, kernel, open)
     }
 
     /// A failed system call is what a program sees as an error; a broken store is a violation.

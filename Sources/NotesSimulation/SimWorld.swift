@@ -143,6 +143,8 @@ public final class SimWorld: @unchecked Sendable {
                 store.conflictCopyID = { _, _ in NoteID(copyIDs.next()) }
             case .staleSaveTakesEveryWrite:
                 store.staleSaveTakesWrite = { _, _ in true }
+            case .atomicSaveIgnoresView:
+                store.atomicSavesMergeStaleViews = false
             default:
                 break
             }

@@ -148,7 +148,7 @@ extension NotesStore {
         commit: inout StoreCommit
     ) throws -> Bool {
         kernelViews.setSession(nil, of: target.id)
-        if let view {
+        if let view, configuration.atomicSavesMergeStaleViews {
             let judgement = kernelViews.judge(target.id, view: view)
             kernelViews.forget(target.id)
             if case .stale(let seen) = judgement {

@@ -48,6 +48,10 @@ public struct StoreConfiguration: Sendable {
     public var staleSaveTakesWrite: @Sendable (_ offset: Int, _ writtenEnd: Int) -> Bool = {
         NotesStore.staleSaveTakesWrite(at: $0, writtenEnd: $1)
     }
+    /// Whether a rename over a note (an atomic save) of text read through a
+    /// stale view is merged with what changed since (`NotesStore.replaceText`);
+    /// the simulation turns it off to show that replacing the text is caught.
+    public var atomicSavesMergeStaleViews = true
     /// The device name used in conflict-copy titles when none is stored yet.
     public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
     /// Called inside every write transaction, after its changes and before

@@ -190,6 +190,11 @@ import Testing
         #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
     }
 
+    @Test func anAtomicSaveThatIgnoresWhatItsProgramReadIsCaughtAsLostText() async throws {
+        let caught = try #require(await Self.firstCatch(.atomicSaveIgnoresView, within: 1...40))
+        #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
+    }
+
     @Test func aServerWithoutIdempotencyIsCaught() async throws {
         let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
         #expect(caught.violations.contains { $0.contains("answered differently on a retry") })
