@@ -29,6 +29,17 @@ extension SimKernel {
         return descriptor
     }
 
+    /// Runs `body`, closing `descriptor` when it throws (a program that
+    /// meets an error closes what it opened).
+    func closingOnError<T>(_ descriptor: Int, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            close(descriptor)
+            throw error
+        }
+    }
+
     func close(_ descriptor: Int) {
         guard let open = descriptors.removeValue(forKey: descriptor) else { return }
         guard open.handle != 0 else { return }

@@ -158,13 +158,7 @@ extension SimWorld {
     ) async throws {
         guard scenarioChance(probability) else { return }
         let reader = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_RDWR), plan: .append, due: step + 2)
-        let seen: Data
-        do {
-            seen = try kernel.readAll(reader)
-        } catch {
-            kernel.close(reader)
-            throw error
-        }
+        let seen = try kernel.closingOnError(reader) { try kernel.readAll(reader) }
         kernel.setPlan(reader, .rewrite(seen: seen))
         trace("\(device.name) kernel: read \(path.joined(separator: "/")) {\(Self.tokenList(seen))} before another machine removes a line")
         try await removeLineElsewhereAndPull(note.ref, into: device)
@@ -188,13 +182,7 @@ extension SimWorld {
         else { return }
         count(.kernelLateWrite)
         let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: step)
-        let end: Int64
-        do {
-            end = try kernel.size(descriptor)
-        } catch {
-            kernel.close(descriptor)
-            throw error
-        }
+        let end = try kernel.closingOnError(descriptor) { try kernel.size(descriptor) }
         kernel.setPlan(descriptor, .writeAt(end))
         trace("\(device.name) kernel: right after the save, open \(path.joined(separator: "/")), fstat says \(end), writes there")
         try finishKernelWrite(device, kernel, descriptor)
@@ -330,12 +318,7 @@ extension SimWorld {
         let new = edited(seen)
         let temp = Array(path.dropLast()) + [".\(name).tmp\(step)"]
         let descriptor = try kernel.create(temp)
-        do {
-            try kernel.write(descriptor, at: 0, bytes: new)
-        } catch {
-            kernel.close(descriptor)
-            throw error
-        }
+        try kernel.closingOnError(descriptor) { _ = try kernel.write(descriptor, at: 0, bytes: new) }
         kernel.close(descriptor)
         // From here its lines are in the temp file (a local-only file) at least.
         wrote(new)
