@@ -121,6 +121,14 @@ final class KernelViewLedger: Sendable {
         }
     }
 
+    /// The texts that changes after `view` replaced, oldest first (the first
+    /// is what `judge` hands back as seen).
+    func textsReplaced(since view: UInt64, of id: NoteID) -> [Data] {
+        state.withLock { state in
+            (state.changes[id] ?? []).filter { $0.generation > view }.map(\.replaced)
+        }
+    }
+
     /// The kernel's view of `id` is current again (a write through a current view):
     /// the kept text is of no more use.
     func forget(_ id: NoteID) {

@@ -112,9 +112,13 @@ extension NotesStore {
             case .stale(let seen):
                 // From here the session carries what the writer saw; later
                 // writes after it ends are judged against the current text.
+                let replaced = kernelViews.textsReplaced(since: view, of: row.id)
                 kernelViews.forget(row.id)
+                let learned = Self.textLearned(by: edit, among: replaced, current: row.body) ?? seen
+                // It wrote where the current text ends: it learned that text.
+                if learned == row.body { return nil }
                 session = KernelViewLedger.Session(
-                    view: seen, writer: seen, remote: row.body, lastWriteNanoseconds: time)
+                    view: learned, writer: learned, remote: row.body, lastWriteNanoseconds: time)
             }
         }
         guard var session else { return nil }
@@ -211,6 +215,20 @@ extension NotesStore {
             session.copy = nil
         }
         return noteBody
+    }
+
+    /// The text a write at a later offset through a stale view was written
+    /// against, when its offset tells: the newest of the texts since its view
+    /// (`replaced`, oldest first, then `current`) that ends exactly where the
+    /// write begins. A program appends where `fstat` said the file ends, and
+    /// the mount cannot always tell when that `fstat` came (Linux sends it
+    /// without the descriptor's handle): a view older than the size the
+    /// program learned would splice its line into a text of another length,
+    /// after zeros or inside a line. Nil for a rewrite (offset 0), a
+    /// truncation, or an offset that is no text's end.
+    static func textLearned(by edit: KernelEdit, among replaced: [Data], current: Data) -> Data? {
+        guard case .write(let offset, _) = edit, offset > 0 else { return nil }
+        return (replaced + [current]).last { $0.count == offset }
     }
 
     /// A write or truncation as the kernel sent it, applied to a stale save's text.

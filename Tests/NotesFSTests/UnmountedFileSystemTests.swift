@@ -297,4 +297,29 @@ import Testing
         }
         return tempInode
     }
+
+    /// With open requests: a program opened the note, a pull changed it,
+    /// and the program then asked its descriptor for the size (`fstat`) and
+    /// wrote a line there. It wrote against what it learned after the pull,
+    /// not against its open: the line lands at the end, with no zeros.
+    /// (Linux's `fstat` sends no handle, so the mount cannot tie the size it
+    /// answered to the descriptor; the write's offset, the end of the text
+    /// after the pull, tells.)
+    @Test(arguments: [("a\nb\n", "a\nb\nc\n"), ("a\nbbbb\nc\n", "a\nc\n")])
+    func aWriteAtTheSizeFstatGaveAfterAPullLandsAtTheEnd(synced: String, pulled: String) throws {
+        let fixture = try StoreFixture()
+        defer { fixture.remove() }
+        let store = fixture.store
+        let id = try syncedNote(store, synced)
+        let mount = UnmountedFileSystem(tree: store.tree, skipsOpens: false)
+        defer { mount.close() }
+        let inode = try mount.request { try $0.lookup(parent: 1, name: "n") }.attributes.inode
+        let handle = try mount.request { try $0.open(inode: inode, flags: OpenFlags(rawValue: O_WRONLY)) }.handle
+        try pull(store, id, pulled, version: 2)
+        let size = try mount.request { try $0.getAttributes(inode: inode, handle: nil) }.attributes.size
+        #expect(Int(size) == pulled.utf8.count)
+        try write(mount, inode, handle: handle, at: Int64(size), "x\n")
+        let shown = try texts(store)
+        #expect(shown == [pulled + "x\n"], "\(shown)")
+    }
 }
