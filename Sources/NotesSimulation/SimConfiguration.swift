@@ -45,6 +45,10 @@ public enum SimBreakage: String, Sendable, CaseIterable {
     /// program read it through (`StoreConfiguration.atomicSavesMergeStaleViews`):
     /// an editor's atomic save drops lines pulled after it read, as it once did.
     case atomicSaveIgnoresView
+    /// A write at a later offset through a stale view is spliced into the
+    /// text as of its view, whatever size its program learned since
+    /// (`StoreConfiguration.staleWritesFollowTheirOffset` off), as it once was.
+    case staleWritesIgnoreTheirOffset
     /// The scheduler's debounce never ends: a local change starts no run by
     /// itself (SimWorld+Scheduler.swift).
     case debounceNeverFires

@@ -181,7 +181,7 @@ extension SimKernel {
         guard let open = descriptors[descriptor], let inode = inodes[open.inode] else { return false }
         let rewrite = switch open.plan {
         case .rewrite, .atomicSave, .writeAt(0): true
-        case .append, .writeAt: false
+        case .append, .writeAt, .writeAtEndAskedLate: false
         }
         let mountView = rewrite ? min(inode.mountReadView ?? inode.mountView, inode.mountView) : inode.mountView
         // A rename over the note comes through no handle: only the inode's views judge it.

@@ -59,6 +59,8 @@ final class SimKernel: @unchecked Sendable {
         case append
         /// A write of one line at the end its program learned with `fstat`.
         case writeAt(Int64)
+        /// `fstat` at its step (not at the open), then one line at that end.
+        case writeAtEndAskedLate
         /// Truncate, then write back `seen` (what it read) edited.
         case rewrite(seen: Data)
         /// Write `seen` edited into a new temp file and rename it over the

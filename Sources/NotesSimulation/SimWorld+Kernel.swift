@@ -20,6 +20,8 @@ struct SimKernelState {
     var afterSaveRandom: SimRandom?
     /// Draws for `savePlan` (a rewrite in place or an atomic save), apart for the same reason.
     var savePlanRandom: SimRandom?
+    /// Draws for `asksSizeLate`, apart for the same reason.
+    var lateSizeRandom: SimRandom?
 }
 
 // Programs writing through a simulated kernel (SimKernel) in front of each
@@ -98,9 +100,19 @@ extension SimWorld {
                 try await readBeforeALineGoesElsewhere(device, kernel, path, note, probability: 0.5)
                 let descriptor = try kernel.open(path, intended: note.ref, flags: OpenFlags(rawValue: O_WRONLY), plan: .append, due: due)
                 opened = descriptor
-                let end = try kernel.size(descriptor)
-                kernel.setPlan(descriptor, .writeAt(end))
-                trace("\(device.name) kernel: open \(path.joined(separator: "/")), fstat says \(end), writes there at step \(due)")
+                if let elsewhere = asksSizeLate() {
+                    kernel.setPlan(descriptor, .writeAtEndAskedLate)
+                    trace("\(device.name) kernel: open \(path.joined(separator: "/")), at step \(due) fstat and write there")
+                    switch elsewhere {
+                    case .removesALine: try await removeLineElsewhereAndPull(note.ref, into: device)
+                    case .appends: try await appendElsewhereAndPull(note.ref, into: device)
+                    case .nothing: break
+                    }
+                } else {
+                    let end = try kernel.size(descriptor)
+                    kernel.setPlan(descriptor, .writeAt(end))
+                    trace("\(device.name) kernel: open \(path.joined(separator: "/")), fstat says \(end), writes there at step \(due)")
+                }
             case 3:
                 // The race of two machines writing one note: this one's
                 // descriptor is open when another machine's line arrives.
@@ -188,6 +200,27 @@ extension SimWorld {
         try finishKernelWrite(device, kernel, descriptor)
     }
 
+    /// Whether a remembered-end program asks the size only when it writes,
+    /// steps after its open (one time in three, four in five where the mount
+    /// sees opens; from a stream of its own):
+    /// pulls between its open and its `fstat` make the size it writes at
+    /// newer than its open.
+    /// When it does, what another machine does to the note meanwhile (pulled
+    /// here before the program asks): a line removed, one appended, or nothing.
+    private func asksSizeLate() -> ChangeElsewhere? {
+        var random = kernelState.lateSizeRandom ?? SimRandom(seed: seed ^ 0x4C41_5445_5349_5A45)
+        defer { kernelState.lateSizeRandom = random }
+        // Most often where the mount sees opens: there the open's view is older than the size asked.
+        guard random.chance(configuration.kernelOpenRequests ? 0.8 : 1.0 / 3) else { return nil }
+        return [ChangeElsewhere.removesALine, .appends, .nothing][random.int(0...2)]
+    }
+
+    enum ChangeElsewhere {
+        case removesALine
+        case appends
+        case nothing
+    }
+
     /// How a program that read `seen` will save it: rewritten in place, or
     /// (one time in three, from a stream of its own) written to a temp file
     /// renamed over the note, as most editors save.
@@ -247,11 +280,24 @@ extension SimWorld {
 
     /// The program writes what it planned, then closes its descriptor.
     func finishKernelWrite(_ device: SimDevice, _ kernel: SimKernel, _ descriptor: Int) throws {
-        guard let open = kernel.descriptors[descriptor] else { return }
+        guard var open = kernel.descriptors[descriptor] else { return }
         defer { kernel.close(descriptor) }
         if open.overtakenLocally {
             trace("\(device.name) kernel: another program changed \(open.name) first; this one gives up")
             return
+        }
+        if case .writeAtEndAskedLate = open.plan {
+            // It asks the size now; from here it is a write at what it learned.
+            do {
+                let end = try kernel.size(descriptor)
+                kernel.setPlan(descriptor, .writeAt(end))
+                trace("\(device.name) kernel: \(open.name) fstat says \(end) now")
+            } catch {
+                kernelCallFailed(device, error)
+                return
+            }
+            guard let asked = kernel.descriptors[descriptor] else { return }
+            open = asked
         }
         if case .append = open.plan {
         } else if kernel.isInKnownGap(descriptor) {
@@ -272,6 +318,8 @@ extension SimWorld {
                 try kernel.write(descriptor, at: end, bytes: line)
                 wrote(line)
                 trace("\(device.name) kernel: pwrite \(open.name) at \(end) {\(Self.tokenList(line))}")
+            case .writeAtEndAskedLate:
+                break  // turned into a write at the size it asked for, above
             case .atomicSave(let seen):
                 try atomicSave(device, kernel, open, seen: seen)
             case .rewrite(let seen):
@@ -364,10 +412,15 @@ extension SimWorld {
         var history = Set<Int>()
         for device in devices {
             var notes = Set<Int>()
+            var zeroed = 0
             let reader = device.reader
             try reader.readTransaction {
                 try reader.forEachRow("SELECT \(NotesStore.noteBodySQL(of: "n")) FROM notes n WHERE deleted = 0", arguments: []) { row in
-                    notes.formUnion(SimText.tokens(row.data(0)))
+                    let body = row.data(0)
+                    notes.formUnion(SimText.tokens(body))
+                    // No program here writes a NUL or past the end it knows:
+                    // zeros are bytes spliced into a text of another length.
+                    if body.contains(0) { zeroed += 1 }
                     return true
                 }
                 localFiles.formUnion(try device.localFileTokens())
@@ -377,6 +430,7 @@ extension SimWorld {
                 }
             }
             inNotes.append(notes)
+            if zeroed > 0 { violation("\(device.name): \(zeroed) notes hold NUL bytes (a write landed past the text it was meant for)") }
         }
         let expected = written.subtracting(removed).subtracting(localFiles)
         for (index, notes) in inNotes.enumerated() {

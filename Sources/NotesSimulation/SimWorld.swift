@@ -145,6 +145,11 @@ public final class SimWorld: @unchecked Sendable {
                 store.staleSaveTakesWrite = { _, _ in true }
             case .atomicSaveIgnoresView:
                 store.atomicSavesMergeStaleViews = false
+            case .staleWritesIgnoreTheirOffset:
+                store.staleWritesFollowTheirOffset = false
+            case .positionalWritesJudgedByReads:
+                // The mount as it was then: the offset did not tell the store either.
+                store.staleWritesFollowTheirOffset = false
             default:
                 break
             }

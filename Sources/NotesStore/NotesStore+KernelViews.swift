@@ -114,7 +114,8 @@ extension NotesStore {
                 // writes after it ends are judged against the current text.
                 let replaced = kernelViews.textsReplaced(since: view, of: row.id)
                 kernelViews.forget(row.id)
-                let learned = Self.textLearned(by: edit, among: replaced, current: row.body) ?? seen
+                let learned = configuration.staleWritesFollowTheirOffset
+                    ? Self.textLearned(by: edit, among: replaced, current: row.body) ?? seen : seen
                 // It wrote where the current text ends: it learned that text.
                 if learned == row.body { return nil }
                 session = KernelViewLedger.Session(

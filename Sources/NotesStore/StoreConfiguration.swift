@@ -52,6 +52,10 @@ public struct StoreConfiguration: Sendable {
     /// stale view is merged with what changed since (`NotesStore.replaceText`);
     /// the simulation turns it off to show that replacing the text is caught.
     public var atomicSavesMergeStaleViews = true
+    /// Whether a write at a later offset through a stale view is taken
+    /// against the text it ends (`NotesStore.textLearned`); the simulation
+    /// turns it off to show that judging it by its view alone is caught.
+    public var staleWritesFollowTheirOffset = true
     /// The device name used in conflict-copy titles when none is stored yet.
     public var defaultDeviceName: String = ProcessInfo.processInfo.hostName
     /// Called inside every write transaction, after its changes and before

@@ -195,6 +195,11 @@ import Testing
         #expect(caught.violations.contains { $0.contains("lost text") || $0.contains("missing from its notes") })
     }
 
+    @Test func aStaleWriteThatIgnoresItsOffsetIsCaught() async throws {
+        let caught = try #require(await Self.firstCatch(.staleWritesIgnoreTheirOffset, within: 1...60))
+        #expect(caught.violations.contains { $0.contains("NUL bytes") || $0.contains("lost text") })
+    }
+
     @Test func aServerWithoutIdempotencyIsCaught() async throws {
         let caught = try #require(await Self.firstCatch(.noIdempotency, within: 1...12))
         #expect(caught.violations.contains { $0.contains("answered differently on a retry") })
