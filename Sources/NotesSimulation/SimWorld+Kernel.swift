@@ -157,7 +157,9 @@ extension SimWorld {
             kernelCallFailed(device, error)
             return
         }
-        if delay == 0, let opened { try finishKernelWrite(device, kernel, opened) }
+        // A pull awaited above may have crashed the device: its mount, and
+        // every descriptor on it, died with the process.
+        if delay == 0, let opened, kernel.store === device.store { try finishKernelWrite(device, kernel, opened) }
     }
 
     /// Sometimes (drawn from the scenarios' own stream) another program
